@@ -1,0 +1,209 @@
+"""Static embeddings with model2vec: which model, loading it once per process, encoding without zero
+vectors, and the on-disk cache of sentence vectors (one SQLite file per model, keyed by the text).
+
+model2vec and numpy are imported inside the functions, never at module import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import sqlite3
+import threading
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("trike.search")
+
+DEFAULT_MODEL = "minishlab/potion-multilingual-128M"
+ENV_MODEL = "TRIKE_EMBED_MODEL"
+ENV_CACHE = "TRIKE_CACHE_DIR"
+# Names that switch the semantic signal off on purpose (no warning).
+OFF = frozenset({"none", "off", "lexical", "0", "false"})
+
+_lock = threading.Lock()
+_models: dict[str, Embedder | BaseException] = {}
+_warned: set[str] = set()
+
+
+def model_name(model: str | os.PathLike[str] | None = None) -> str:
+    """The model to use: the argument, else $TRIKE_EMBED_MODEL, else the default multilingual model."""
+    if model is not None:
+        return str(model)
+    return os.environ.get(ENV_MODEL) or DEFAULT_MODEL
+
+
+def cache_dir() -> Path:
+    """Where trike keeps caches: $TRIKE_CACHE_DIR, else $XDG_CACHE_HOME/trike, else ~/.cache/trike."""
+    env = os.environ.get(ENV_CACHE)
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "trike"
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.startswith(("/", ".", "~")) or "\\" in name or name.count("/") > 1
+
+
+class Embedder:
+    """A loaded model2vec model plus the identity used to key its cached vectors."""
+
+    def __init__(self, name: str, model: Any, key: str) -> None:
+        self.name = name
+        self.model = model
+        self.key = key
+        self.dim = int(model.embedding.shape[1])
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        """Unit vectors (float32, shape (n, dim)); a text with no known token gets the zero vector."""
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = np.asarray(
+            self.model.encode(list(texts), show_progress_bar=False, use_multiprocessing=False),
+            dtype=np.float32,
+        )
+        vecs = np.nan_to_num(vecs, copy=False)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        np.divide(vecs, norms, out=vecs, where=norms > 1e-12)
+        vecs[(norms <= 1e-12).ravel()] = 0.0
+        return vecs
+
+
+def _model_key(name: str, folder: Path | None) -> str:
+    """Model identity for the vector cache: the hub id, or a local folder's path and file stamps."""
+    h = hashlib.blake2b(digest_size=8)
+    if folder is not None:
+        h.update(str(folder.resolve()).encode())
+        for p in sorted(folder.rglob("*")):
+            if p.is_file() and p.suffix in (".json", ".safetensors"):
+                st = p.stat()
+                h.update(f"{p.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    else:
+        h.update(name.encode())
+    slug = re.sub(r"[^A-Za-z0-9.-]+", "_", name.strip("/"))[-60:]
+    return f"{slug}-{h.hexdigest()}"
+
+
+def _load(name: str) -> Embedder:
+    expanded = Path(name).expanduser()
+    if expanded.exists():
+        folder: Path | None = expanded
+    elif _looks_like_path(name):
+        raise FileNotFoundError(f"no model folder at {name}")
+    else:
+        folder = None
+    from model2vec import StaticModel  # lazy: heavy
+
+    source = str(folder) if folder is not None else name
+    # force_download=False: a model already in the hub cache loads without asking the network
+    model = StaticModel.from_pretrained(source, force_download=False)
+    return Embedder(name, model, _model_key(name, folder))
+
+
+def get_embedder(model: str | os.PathLike[str] | None = None) -> tuple[Embedder | None, str | None]:
+    """The loaded model (loaded once per process), or None with the reason when there is none."""
+    name = model_name(model)
+    if name.strip().lower() in OFF:
+        return None, "semantic search is off (model: none); lexical ranking only"
+    with _lock:
+        got = _models.get(name)
+        if got is None:
+            try:
+                got = _load(name)
+            except Exception as exc:  # not installed, offline, bad folder: lexical search still works
+                got = exc
+            _models[name] = got
+    if isinstance(got, BaseException):
+        reason = f"embedding model {name!r} unavailable ({type(got).__name__}: {got}); lexical ranking only"
+        if name not in _warned:
+            _warned.add(name)
+            log.warning("trike search: %s", reason)
+            warnings.warn(f"trike search: {reason}", RuntimeWarning, stacklevel=3)
+        return None, reason
+    return got, None
+
+
+def forget_models() -> None:
+    """Drop loaded models and failure memory (tests; a process that installed a model meanwhile)."""
+    with _lock:
+        _models.clear()
+        _warned.clear()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# On-disk vector cache
+
+
+def text_key(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+class VectorCache:
+    """Sentence vectors of one model on disk. Failures (read-only disk, locked file) only cost speed."""
+
+    def __init__(self, model_key: str, dim: int) -> None:
+        self.dim = dim
+        self.path = cache_dir() / "vectors" / f"{model_key}.sqlite"
+        self._conn: sqlite3.Connection | None = None
+        self._broken = False
+
+    def _connect(self) -> sqlite3.Connection | None:
+        if self._conn is not None or self._broken:
+            return self._conn
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.path), timeout=10, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("CREATE TABLE IF NOT EXISTS vec (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID")
+            self._conn = conn
+        except (sqlite3.Error, OSError) as exc:
+            log.info("trike search: vector cache unavailable at %s: %s", self.path, exc)
+            self._broken = True
+        return self._conn
+
+    def get_many(self, keys: Sequence[bytes]) -> dict[bytes, Any]:
+        import numpy as np
+
+        conn = self._connect()
+        out: dict[bytes, Any] = {}
+        if conn is None or not keys:
+            return out
+        want = 4 * self.dim
+        try:
+            for i in range(0, len(keys), 900):
+                chunk = keys[i : i + 900]
+                q = "SELECT k, v FROM vec WHERE k IN (%s)" % ",".join("?" * len(chunk))
+                for k, v in conn.execute(q, chunk):
+                    if len(v) == want:
+                        out[bytes(k)] = np.frombuffer(v, dtype=np.float32)
+        except sqlite3.Error as exc:
+            log.info("trike search: vector cache read failed: %s", exc)
+        return out
+
+    def put_many(self, items: Sequence[tuple[bytes, Any]]) -> None:
+        import numpy as np
+
+        conn = self._connect()
+        if conn is None or not items:
+            return
+        try:
+            with conn:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO vec (k, v) VALUES (?, ?)",
+                    [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items],
+                )
+        except sqlite3.Error as exc:
+            log.info("trike search: vector cache write failed: %s", exc)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

@@ -1,0 +1,266 @@
+"""Sentences and tokens: how a fact or a node is written as one short sentence, and how text is cut
+into lexical terms (words for spaced scripts, character n-grams for Japanese, Chinese, Thai, ...).
+
+Pure Python, no third-party imports: this module is cheap to import.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# Props whose values are other names of a node ("sales table" for 売上テーブル). They are shown next to
+# the node's name in every sentence that mentions it, so a question using either name reaches its facts.
+_ALIAS_KEY = re.compile(r"^(label|name|title|alias|aliases|aka|synonyms?|en|ja|english|japanese)([_@:-]\w+)?$", re.I)
+# Fact attributes rendered after the triple, in this order (others follow in their own order).
+_ATTR_ORDER = ("prov", "source", "confidence", "valid_from", "valid_to", "note")
+
+MAX_VALUE_CHARS = 120
+MAX_SENTENCE_CHARS = 600
+MAX_DESCRIPTION_CHARS = 100
+
+
+def value_text(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
+    """One value as short display text (dates as ISO, lists joined by commas, long text cut)."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, (_dt.date, _dt.datetime)):
+        text = value.isoformat()
+    elif isinstance(value, float):
+        text = f"{value:g}"
+    elif isinstance(value, (list, tuple, set)):
+        text = ", ".join(value_text(v, limit) for v in value)
+    elif isinstance(value, Mapping):
+        text = ", ".join(f"{k}: {value_text(v, limit)}" for k, v in value.items())
+    elif value is None:
+        text = ""
+    else:
+        text = str(value)
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return text
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def humanize(name: str) -> str:
+    """`works_for` / `worksFor` / `works-for` -> `works for` (other text is left as it is)."""
+    text = name.replace("_", " ")
+    if re.fullmatch(r"[A-Za-z0-9 ]+", text):
+        text = _CAMEL.sub(" ", text).replace("-", " ")
+    return " ".join(text.split())
+
+
+def aliases(props: Mapping[str, Any] | None) -> list[str]:
+    """The other names of a node: the values of its label/name/alias-like props."""
+    out: list[str] = []
+    if not props:
+        return out
+    for key, value in props.items():
+        if key == "type" or not _ALIAS_KEY.match(str(key)):
+            continue
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if isinstance(v, str) and v.strip() and v not in out:
+                out.append(" ".join(v.split()))
+    return out
+
+
+def node_label(name: str, props: Mapping[str, Any] | None) -> str:
+    """A node's name, followed by its other names in parentheses."""
+    other = [a for a in aliases(props) if a != name][:3]
+    return f"{name} ({', '.join(other)})" if other else name
+
+
+def _cut(text: str, limit: int = MAX_SENTENCE_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def fact_sentence(
+    fact: Mapping[str, Any],
+    nodes: Mapping[str, Mapping[str, Any]],
+    predicates: Mapping[str, Mapping[str, Any]],
+) -> str:
+    """`S (alias) <predicate> O (alias) [description]; prov: ...; from ...; until ...`."""
+    s, p, o = fact["s"], fact["p"], fact["o"]
+    pred = predicates.get(p) or {}
+    plabel = pred.get("label") if isinstance(pred.get("label"), str) else None
+    verb = plabel or humanize(str(p))
+    subject = node_label(str(s), nodes.get(str(s)))
+    if isinstance(o, str):
+        obj = node_label(value_text(o, 300), nodes.get(o))
+    else:
+        obj = value_text(o, 300)
+    text = f"{subject} {verb} {obj}"
+    desc = pred.get("description")
+    if isinstance(desc, str) and desc.strip():
+        text += f" [{value_text(desc, MAX_DESCRIPTION_CHARS)}]"
+    attrs = [k for k in _ATTR_ORDER if k in fact] + [
+        k for k in fact if k not in ("s", "p", "o") and k not in _ATTR_ORDER
+    ]
+    parts = []
+    for key in attrs:
+        value = fact[key]
+        if value is None or value == "":
+            continue
+        if key == "valid_from":
+            parts.append(f"from {value_text(value)}")
+        elif key == "valid_to":
+            parts.append(f"until {value_text(value)}")
+        else:
+            parts.append(f"{humanize(str(key))}: {value_text(value)}")
+    if parts:
+        text += "; " + "; ".join(parts)
+    return _cut(text)
+
+
+def node_sentence(name: str, props: Mapping[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> str:
+    """`Name (alias): Type. key: value; key: value`."""
+    text = node_label(name, props)
+    typ = props.get("type")
+    if typ:
+        types = typ if isinstance(typ, (list, tuple)) else [typ]
+        names = []
+        for t in types:
+            cls = classes.get(str(t)) or {}
+            label = cls.get("label") if isinstance(cls.get("label"), str) else None
+            names.append(label or humanize(str(t)))
+        text += ": " + ", ".join(names) + "."
+    alias_set = set(aliases(props))
+    parts = []
+    for key, value in props.items():
+        if key == "type" or value is None or value == "":
+            continue
+        if _ALIAS_KEY.match(str(key)) and isinstance(value, str) and value in alias_set:
+            continue  # already shown next to the name
+        parts.append(f"{humanize(str(key))}: {value_text(value)}")
+    if parts:
+        text += " " + "; ".join(parts)
+    return _cut(text)
+
+
+def embed_text(sentence: str) -> str:
+    """The text given to the embedding model: identifiers split into words."""
+    return " ".join(humanize(w) if "_" in w or _CAMEL.search(w) else w for w in sentence.split(" "))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Lexical terms
+
+_STOP_EN = frozenset(
+    """a an and are as at be been being but by can could did do does doing for from had has have how i if in
+    into is it its me my of on or our so than that the their them then there these they this those to too
+    us was we were what when where which while who whom whose why will with would you your about any all
+    also each other some such only own same very just should may might must shall tell show give find list
+    please know""".split()
+)
+# Japanese particles, copulas and question words. Hiragana inside a run with kanji/katakana is dropped
+# anyway (particles, okurigana); these are the same words written alone or in kanji.
+_STOP_JA = frozenset("の は が を に で と も へ や か から まで より です ます 何 誰 どこ いつ どれ どの なに だれ 教え".split())
+
+_WORD_RUN = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def _script(ch: str) -> str:
+    """'w' for spaced scripts (and digits), else the no-space script class of `ch`."""
+    o = ord(ch)
+    if o < 0x3000:
+        if 0x0E00 <= o <= 0x0EFF or 0x1000 <= o <= 0x109F or 0x1780 <= o <= 0x17FF:
+            return "sea"  # Thai, Lao, Myanmar, Khmer: written without spaces
+        if 0x1100 <= o <= 0x11FF:
+            return "hangul"
+        return "w"
+    if 0x3040 <= o <= 0x309F:
+        return "hira"
+    if 0x30A0 <= o <= 0x30FF or 0x31F0 <= o <= 0x31FF or 0xFF66 <= o <= 0xFF9F:
+        return "kata"
+    if 0x4E00 <= o <= 0x9FFF or 0x3400 <= o <= 0x4DBF or 0xF900 <= o <= 0xFAFF or o == 0x3005:
+        return "han"
+    if 0xAC00 <= o <= 0xD7AF or 0x3130 <= o <= 0x318F:
+        return "hangul"
+    if 0xFF10 <= o <= 0xFF5A:
+        return "w"
+    return "han" if 0x20000 <= o <= 0x2FFFF else "w"
+
+
+def stem(word: str) -> str:
+    """A light English stemmer: plural and verb endings (`pipelines`->`pipelin`, `loaded`->`load`)."""
+    if len(word) <= 3 or not word.isascii() or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if word.endswith("ing") and len(word) > 5:
+        word = word[:-3]
+    elif word.endswith("ed") and len(word) > 4:
+        word = word[:-2]
+    if len(word) > 4 and word[-1] == word[-2] and word[-1] not in "lsz":
+        word = word[:-1]  # stopp(ed) -> stop
+    if word.endswith("e") and len(word) > 4:
+        word = word[:-1]
+    return word
+
+
+def _ngrams(run: str, out: list[str]) -> None:
+    if len(run) == 1:
+        out.append(run)
+    else:
+        out.extend(run[i : i + 2] for i in range(len(run) - 1))
+
+
+def _word_terms(word: str, out: list[str]) -> None:
+    parts = _CAMEL.sub(" ", word).split() if not word.islower() else [word]
+    for part in parts:
+        low = part.lower()
+        if low not in _STOP_EN:
+            out.append(stem(low))
+    if len(parts) > 1:
+        out.append(word.lower())  # the compound too: `customerOrders` -> customer, order, customerorders
+
+
+def terms(text: str) -> list[str]:
+    """Lexical terms of `text`: stemmed lower-case words without stop words; runs of Japanese (or other
+    space-less) text cut at script changes into character bigrams (single characters stay unigrams)."""
+    out: list[str] = []
+    text = unicodedata.normalize("NFKC", text)
+    for m in _WORD_RUN.finditer(text):
+        run = m.group()
+        if run.isascii():
+            _word_terms(run, out)
+            continue
+        # split the run where the script changes
+        pieces: list[tuple[str, str]] = []
+        start = 0
+        cur = _script(run[0])
+        for i in range(1, len(run)):
+            sc = _script(run[i])
+            if sc != cur:
+                pieces.append((cur, run[start:i]))
+                start, cur = i, sc
+        pieces.append((cur, run[start:]))
+        mixed = len(pieces) > 1
+        for script, piece in pieces:
+            if script == "w":
+                _word_terms(piece, out)
+            elif script == "hira" and mixed:
+                continue  # particles and okurigana next to kanji/katakana
+            elif piece in _STOP_JA:
+                continue
+            else:
+                _ngrams(piece.lower(), out)
+    return out
+
+
+def unique(items: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for x in items:
+        seen.setdefault(x, None)
+    return list(seen)
