@@ -4,6 +4,9 @@ It publishes discovery metadata (`/.well-known/openid-configuration` and
 `/.well-known/oauth-authorization-server`) and a JWKS (`/jwks.json`), holds RSA and EC signing keys,
 mints access tokens (including deliberately broken ones), and rotates keys. It never issues tokens over
 HTTP: tests mint them directly, as a real IdP would after a login.
+
+Also here: `ServeProcess`, which runs `trike serve` in a subprocess on a free loopback port (the harness
+of tests/test_serve*.py and benchmarks/serve.py).
 """
 
 from __future__ import annotations
@@ -12,8 +15,14 @@ import base64
 import hashlib
 import hmac
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -233,3 +242,88 @@ class TestIdP:
         raw = bytearray(base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4)))
         raw[len(raw) // 2] ^= 0x01
         return f"{header}.{payload}.{_b64(bytes(raw))}"
+
+
+# --------------------------------------------------------------------------------------------------
+# `trike serve` in a subprocess (the server under test, on a free loopback port)
+# --------------------------------------------------------------------------------------------------
+
+SERVE_MAIN = "import sys; from trike.cli import main; sys.exit(main())"
+
+
+class ServeProcess:
+    """`trike serve GRAPH ARGS...` on `--port 0`; `url` is read from its startup line."""
+
+    __test__ = False
+
+    def __init__(self, graph: str | os.PathLike, *args: str, env: dict[str, str] | None = None):
+        self.graph = str(graph)
+        self.args = list(args)
+        self.env = env
+        self.proc: subprocess.Popen[str] | None = None
+        self.lines: list[str] = []
+        self.url = ""
+
+    def start(self, timeout: float = 60.0) -> ServeProcess:
+        env = dict(os.environ)
+        env.pop("TRIKE_TOKEN", None)
+        env.update(self.env or {})
+        cmd = [sys.executable, "-c", SERVE_MAIN, "serve", self.graph, "--port", "0", *self.args]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True, env=env)
+        ready = threading.Event()
+
+        def pump() -> None:
+            assert self.proc is not None and self.proc.stderr is not None
+            for line in self.proc.stderr:
+                self.lines.append(line)
+                m = re.search(r"listening on (http://\S+?)\s", line)
+                if m and not self.url:
+                    self.url = m.group(1)
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        ready.wait(timeout)
+        if not self.url:
+            self.stop()
+            raise RuntimeError("trike serve did not start:\n" + "".join(self.lines))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:  # the lifespan (MCP session managers) runs before serving
+            try:
+                with urllib.request.urlopen(self.url + "/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("trike serve did not answer /healthz:\n" + "".join(self.lines))
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+    @property
+    def log(self) -> str:
+        return "".join(self.lines)
+
+    def __enter__(self) -> ServeProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def run_serve(graph: str | os.PathLike, *args: str, timeout: float = 30.0,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`trike serve` expected to exit at once (a refused configuration)."""
+    full_env = dict(os.environ)
+    full_env.pop("TRIKE_TOKEN", None)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-c", SERVE_MAIN, "serve", str(graph), *args], capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=full_env)

@@ -19,6 +19,7 @@ from .errors import LoadError, NotFoundError, OntologyError, QueryError, Storage
 from .graph import ALL_TIME, Graph, Key, fact_dict, resolve_as_of
 from .ontology import Ontology
 from .storage import LocalFileStorage, Storage
+from .values import to_date
 
 _RESERVED = ("s", "p", "o")
 
@@ -56,6 +57,52 @@ def _merge_prov(old: Any, new: Any) -> Any:
     return items[0] if len(items) == 1 else items
 
 
+def merge_attrs(prev: dict | None, new: dict) -> dict | None:
+    """The attributes of a fact stated again. The same source (or none): new values update the old.
+    Another source: `prov` lists every source, `confidence` combines by noisy-or
+    (1 - (1-a)(1-b)), and `valid_from` keeps the earliest date."""
+    merged = dict(prev or {})
+    old_prov = merged.get("prov")
+    new_prov = new.get("prov")
+    listed = old_prov if isinstance(old_prov, list) else [old_prov] if old_prov is not None else []
+    another_source = new_prov is not None and old_prov is not None and new_prov not in listed \
+        and new_prov != old_prov
+    for k, v in new.items():
+        if not another_source:
+            if k == "prov" and new_prov in listed:
+                continue  # a source already listed: nothing new
+            if k == "confidence" and new_prov is not None and new_prov in listed and len(listed) > 1:
+                continue
+            merged[k] = v
+        elif k == "prov":
+            merged["prov"] = _merge_prov(old_prov, v)
+        elif k == "confidence" and "confidence" in merged:
+            combined = _noisy_or(merged["confidence"], v)
+            if combined is not None:
+                merged["confidence"] = combined
+        elif k == "valid_from" and "valid_from" in merged:
+            a, b = to_date(merged["valid_from"]), to_date(v)
+            if a is not None and b is not None and b < a:
+                merged["valid_from"] = v
+        elif k == "valid_from" and "valid_from" not in merged and prev:
+            continue  # the fact was already known without a start: keep it open
+        else:
+            merged[k] = v
+    return merged or None
+
+
+def _normalize_dates(attrs: dict) -> dict:
+    """`valid_from`/`valid_to` given as 'YYYY-MM-DD' strings become dates (as YAML would read them)."""
+    for k in ("valid_from", "valid_to"):
+        v = attrs.get(k)
+        if isinstance(v, str) and len(v) == 10:
+            try:
+                attrs[k] = _dt.date.fromisoformat(v)
+            except ValueError:
+                pass
+    return attrs
+
+
 class TrikeDB:
     """A knowledge graph stored in one YAML file.
 
@@ -89,6 +136,7 @@ class TrikeDB:
         self._rewrite = False
         self._mutated = False
         self._cache: dict[str, tuple[int, Any]] = {}
+        self._holding_lock = False
         self._override = _load_ontology_arg(ontology)
         self._load_full()
 
@@ -106,6 +154,8 @@ class TrikeDB:
             self._changed()
             return
         lock = getattr(st, "lock", None)
+        if self._holding_lock:
+            lock = None  # we hold the exclusive lock already (a second flock would deadlock)
         with lock(shared=True) if lock else contextlib.nullcontext():
             version = st.version()
             try:
@@ -212,14 +262,18 @@ class TrikeDB:
                 return
             lock = getattr(self.storage, "lock", None)
             with lock() if lock else contextlib.nullcontext():
-                self._sync_for_write()
-                self._mutated = False
+                self._holding_lock = True
                 try:
-                    yield
-                    self._persist()
-                except BaseException:
-                    self._rollback()
-                    raise
+                    self._sync_for_write()
+                    self._mutated = False
+                    try:
+                        yield
+                        self._persist()
+                    except BaseException:
+                        self._rollback()
+                        raise
+                finally:
+                    self._holding_lock = False
 
     def _sync_for_write(self) -> None:
         version = self.storage.version()
@@ -293,7 +347,7 @@ class TrikeDB:
         except TypeError as exc:
             raise TrikeError(f"{what}: {exc}") from None
 
-    def add(self, s: str, p: str, o: Any, **attrs: Any) -> dict:
+    def add(self, s: str, p: str, o: Any, /, **attrs: Any) -> dict:
         """Add a fact (idempotent: the same s, p, o is one fact; new attributes update it).
 
         Checked by the ontology gate first. For a functional predicate, a new value with a later
@@ -314,6 +368,7 @@ class TrikeDB:
                 continue
             self._validate_value(v, f"attribute {k}")
             clean[str(k)] = v
+        _normalize_dates(clean)
         with self._writing():
             return self._add(s, p, o, clean)
 
@@ -323,30 +378,17 @@ class TrikeDB:
         onto.check_predicate(p)
         onto.check_types(s, p, o, self._type_of)
         key = (s, p, o)
-        closes = []
-        if onto.is_functional(p):
-            existing = [(k, g.facts[k]) for k in g.keys_for(s, p, None)]
-            closes = onto.functional_plan(s, p, o, attrs, existing)
         prev = g.facts.get(key, False)
         if prev is False:
             new_attrs = attrs or None
         else:
-            merged = dict(prev or {})
-            for k, v in attrs.items():
-                if k == "prov" and "prov" in merged and merged["prov"] != v:
-                    merged["prov"] = _merge_prov(merged["prov"], v)
-                    if "confidence" in attrs and "confidence" in merged:
-                        combined = _noisy_or(merged["confidence"], attrs["confidence"])
-                        if combined is not None:
-                            merged["confidence"] = combined
-                            attrs = {a: b for a, b in attrs.items() if a != "confidence"}
-                elif k == "confidence" and "prov" in attrs and merged.get("prov") not in (None, attrs["prov"]):
-                    continue  # handled together with prov
-                else:
-                    merged[k] = v
-            new_attrs = merged or None
+            new_attrs = merge_attrs(prev, attrs)
             if new_attrs == prev or (not new_attrs and not prev):
                 return fact_dict(key, prev)
+        closes = []
+        if onto.is_functional(p):
+            existing = [(k, g.facts[k]) for k in g.keys_for(s, p, None)]
+            closes = onto.functional_plan(s, p, o, new_attrs, existing)
         for ckey, day in closes:
             old = g.facts[ckey]
             updated = dict(old or {})
@@ -404,7 +446,7 @@ class TrikeDB:
                 self._delete(k)
             return len(keys)
 
-    def set_node(self, name: str, **props: Any) -> dict:
+    def set_node(self, name: str, /, **props: Any) -> dict:
         """Set node properties (merged into the existing ones; a value of None deletes that property).
         A new `type` is checked against the domain/range of the node's existing facts."""
         name = self._name(name, "name")
@@ -531,7 +573,7 @@ class TrikeDB:
         """Every node (listed in `nodes:` or used in a fact) -> its properties."""
         with self._lock:
             g = self._read()
-            return {n: dict(g.nodes.get(n) or {}) for n in g.node_names()}
+            return {n: dict(g.nodes.get(n) or {}) for n in g.node_names(self._onto.is_literal_predicate)}
 
     def _not_found(self, name: str) -> NotFoundError:
         names = list(self._graph.node_names())
@@ -605,8 +647,12 @@ class TrikeDB:
             return self._onto.describe()
 
     def stats(self) -> dict:
+        """Counts: facts, nodes, facts per predicate, nodes per type, inferred and timed facts."""
         with self._lock:
             g = self._read()
+            cached = self._cache.get("stats")
+            if cached is not None:
+                return dict(cached[1])
             preds: dict[str, int] = {}
             inferred = 0
             timed = 0
@@ -626,7 +672,7 @@ class TrikeDB:
             size = None
             with contextlib.suppress(OSError):
                 size = self.path.stat().st_size
-            return {
+            result = {
                 "file": str(self.path),
                 "facts": len(g.facts),
                 "nodes": len(names),
@@ -639,6 +685,8 @@ class TrikeDB:
                 "file_bytes": size,
                 "content_hash": self.content_hash(),
             }
+            self._cache["stats"] = (self.revision, result)
+            return dict(result)
 
     def check(self) -> list[str]:
         """Every fact in the file that the ontology gate would refuse now (hand edits included)."""
@@ -656,18 +704,16 @@ class TrikeDB:
             if cached is not None:
                 return cached[1]
             h = hashlib.sha256()
-            h.update(b"trike-graph-v1\n")
+            h.update(b"trike-graph-v2\n")
             h.update(_canon(self._onto_raw).encode())
             h.update(b"\n")
-            node_lines = sorted(_canon([n, p]) for n, p in g.nodes.items() if True)
-            for line in node_lines:
-                h.update(line.encode())
-                h.update(b"\n")
-            h.update(b"--\n")
-            fact_lines = sorted(_canon([s, p, o, a or {}]) for (s, p, o), a in g.facts.items())
-            for line in fact_lines:
-                h.update(line.encode())
-                h.update(b"\n")
+            emit_key, emit = yamlfile.emit_key, yamlfile.emit
+            lines = sorted(f"{emit_key(n)}: {emit(_sorted_map(p))}" for n, p in g.nodes.items())
+            h.update("\n".join(lines).encode())
+            h.update(b"\n--\n")
+            line = yamlfile.triple_line
+            lines = sorted(line(s, p, o, _sorted_map(a) if a else None) for (s, p, o), a in g.facts.items())
+            h.update("".join(lines).encode())
             digest = "sha256:" + h.hexdigest()
             self._cache["hash"] = (self.revision, digest)
             return digest
@@ -687,7 +733,27 @@ class TrikeDB:
         if not isinstance(text, str) or not text.strip():
             raise QueryError("empty SPARQL query")
         with self._lock:
-            return self._projection().query(text)
+            proj = self._projection()
+        # Oxigraph queries read a snapshot: writers need not wait for a long query
+        return proj.query(text)
+
+    def sparql_raw(self, text: str) -> Any:
+        """Run a SPARQL query and return pyoxigraph's own result object (QuerySolutions,
+        QueryBoolean or QueryTriples), for serializers such as the SPARQL protocol endpoint."""
+        from .errors import QueryError as _QE
+
+        if not isinstance(text, str) or not text.strip():
+            raise _QE("empty SPARQL query")
+        with self._lock:
+            proj = self._projection()
+        from .rdf import PREFIXES
+
+        try:
+            return proj.store.query(text, prefixes=PREFIXES)
+        except SyntaxError as exc:
+            raise _QE(f"bad SPARQL: {exc}") from None
+        except OSError as exc:
+            raise _QE(f"SPARQL failed: {exc}") from None
 
     def update(self, text: str) -> dict:
         """Run a SPARQL UPDATE through the ontology gate: the update runs on a copy of the projection,
@@ -890,6 +956,12 @@ def _typed(v: Any) -> Any:
     if isinstance(v, float):
         return {"$float": repr(v)}
     return v
+
+
+def _sorted_map(d: dict) -> dict:
+    if len(d) < 2:
+        return d
+    return {k: d[k] for k in sorted(d, key=str)}
 
 
 def _canon(v: Any) -> str:

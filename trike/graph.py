@@ -150,7 +150,7 @@ class Graph:
             candidates.append(self._index(0).get(s, {}))
         if o is not None:
             candidates.append(self._index(2).get(o, {}))
-        if p is not None and not candidates:
+        if p is not None and (not candidates or self._by_p is not None):
             candidates.append(self._index(1).get(p, {}))
         if not candidates:
             return self.facts.keys()
@@ -184,12 +184,20 @@ class Graph:
                 continue
             yield key, a
 
-    def node_names(self) -> dict[str, None]:
-        """Every node: listed in `nodes:` or used as a subject or (name) object."""
+    def node_names(self, literal_predicate: Any = None) -> dict[str, None]:
+        """Every node: listed in `nodes:` or used as a subject or (name) object. `literal_predicate(p)`
+        says which predicates take a literal (their string objects are values, not nodes)."""
         names: dict[str, None] = dict.fromkeys(self.nodes)
-        for s, _p, o in self.facts:
+        lit: dict[str, bool] = {}
+        for s, p, o in self.facts:
             names[s] = None
             if isinstance(o, str):
+                if literal_predicate is not None:
+                    is_lit = lit.get(p)
+                    if is_lit is None:
+                        is_lit = lit[p] = bool(literal_predicate(p))
+                    if is_lit:
+                        continue
                 names[o] = None
         return names
 

@@ -13,8 +13,11 @@ Public API (also used by the HTTP server, which mounts `build_server(...)` at /m
 - `build_server(db, *, read_only=False, allow_dirs=(), actor=None) -> MCPServer`
 - `run_stdio(path, *, read_only=False, allow_dirs=()) -> None`
 - `check_readonly_query(text) -> None`: refuses SPARQL UPDATE and SERVICE (raises `QueryError`)
-- `run_readonly_sparql(db, text, *, timeout=SPARQL_TIMEOUT)`: the check, then `db.sparql` under a
-  time limit
+- `run_readonly_sparql(db, text, *, timeout=SPARQL_TIMEOUT, lock=None)`: the check, then `db.sparql`
+  under a time limit
+- `db_lock(db)`: the per-graph lock the tools take around each call (pass it as `lock=` above)
+
+See docs/mcp.md.
 """
 
 import datetime as _dt
@@ -25,6 +28,7 @@ import os
 import re
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -43,6 +47,7 @@ __all__ = [
     "WRITE_TOOLS",
     "build_server",
     "check_readonly_query",
+    "db_lock",
     "run_readonly_sparql",
     "run_stdio",
 ]
@@ -89,7 +94,7 @@ _PLX = r"(?:%[0-9A-Fa-f]{2}|\\[_~.\-!$&'()*+,;=/?#@%])"
 _PN_PREFIX = f"[{_PN_CHARS_BASE}](?:[{_PN_CHARS}.]*[{_PN_CHARS}])?"
 _PN_LOCAL = (f"(?:[{_PN_CHARS_U}:0-9]|{_PLX})"
              f"(?:(?:[{_PN_CHARS}.:]|{_PLX})*(?:[{_PN_CHARS}:]|{_PLX}))?")
-_TOKEN = re.compile(
+_TOKEN_RE = (
     r"""
     (?P<ws>\s+)
   | (?P<comment>\#[^\n\r]*)
@@ -103,9 +108,9 @@ _TOKEN = re.compile(
   | (?P<pname>(?:""" + _PN_PREFIX + r""")?:(?:""" + _PN_LOCAL + r""")?)
   | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<other>.)
-    """,
-    re.VERBOSE | re.DOTALL,
+    """
 )
+_token: "re.Pattern[str] | None" = None
 
 _QUERY_FORMS = {"SELECT", "CONSTRUCT", "ASK", "DESCRIBE"}
 _UPDATE_WORDS = {"INSERT", "DELETE", "LOAD", "CLEAR", "CREATE", "DROP", "COPY", "MOVE", "ADD"}
@@ -113,11 +118,22 @@ _UPDATE_WORDS = {"INSERT", "DELETE", "LOAD", "CLEAR", "CREATE", "DROP", "COPY", 
 
 def _sparql_words(text: str) -> list[str]:
     """The bare words (keywords, function names) of a SPARQL text, upper-cased, in order."""
+    global _token
+    if _token is None:  # compiled on first use: keeps `import trike.mcp_server` cheap
+        _token = re.compile(_TOKEN_RE, re.VERBOSE | re.DOTALL)
     words: list[str] = []
-    for m in _TOKEN.finditer(text):
+    for m in _token.finditer(text):
         if m.lastgroup == "word":
             words.append(m.group().upper())
     return words
+
+
+_UCHAR = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
+
+
+def _decode_uchar(m: "re.Match[str]") -> str:
+    code = int(m.group(1) or m.group(2), 16)
+    return chr(code) if code < 0x110000 and not 0xD800 <= code < 0xE000 else m.group(0)
 
 
 def check_readonly_query(text: str) -> None:
@@ -129,17 +145,24 @@ def check_readonly_query(text: str) -> None:
     if not isinstance(text, str) or not text.strip():
         raise QueryError("the query is empty: give a SPARQL SELECT, ASK, CONSTRUCT or DESCRIBE query")
     words = _sparql_words(text)
+    # SPARQL allows \uXXXX / \UXXXXXXXX escapes anywhere, to be decoded before parsing (Oxigraph
+    # decodes them only in strings and IRIs): check the decoded text too, so neither reading hides a
+    # keyword.
+    decoded = _UCHAR.sub(_decode_uchar, text)
+    if decoded != text:
+        words = words + _sparql_words(decoded)
     if "SERVICE" in words:
         raise QueryError(
             "SERVICE (federated query) is refused: this server only queries its own graph and never "
             "fetches other endpoints. Remove the SERVICE clause."
         )
     # The first keyword after the prologue (BASE/PREFIX declarations) says what the text is.
+    # No read query has a bare INSERT, DELETE, LOAD, ... anywhere (they are not function names).
     form = next((w for w in words if w not in ("BASE", "PREFIX")), None)
-    update = sorted(set(words) & _UPDATE_WORDS)
-    if form in _UPDATE_WORDS or (form not in _QUERY_FORMS and update):
+    update = [w for w in dict.fromkeys(words) if w in _UPDATE_WORDS]
+    if update:
         raise QueryError(
-            f"SPARQL UPDATE ({', '.join(update) or form}) is refused: this tool is read-only. "
+            f"SPARQL UPDATE ({', '.join(update)}) is refused: this tool is read-only. "
             "Change the graph with the add_triple, set_node and remove_triples tools, which check "
             "the ontology."
         )
@@ -156,35 +179,53 @@ def check_readonly_query(text: str) -> None:
 _SPARQL_SLOTS = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
 
 
+_BUSY = ("the graph is busy: an earlier SPARQL query that ran over its time limit is still being "
+         "finished by the engine; retry in a moment, and keep queries cheap (bind names, add a LIMIT).")
+
+
 def run_readonly_sparql(db: "TrikeDB", text: str, *, timeout: float | None = None,
                         lock: "threading.RLock | None" = None) -> Any:
     """`check_readonly_query(text)`, then `db.sparql(text)` with a time limit.
 
     The query runs in a daemon worker thread; if it has not finished after `timeout` seconds
     (default `SPARQL_TIMEOUT`) a `QueryError` is raised at once. pyoxigraph offers no way to cancel
-    a query, so the worker goes on until the engine finishes and its result is thrown away; at most
-    `max(2, cpu_count)` such workers run at a time in a process (a further query waits for a free
-    one within its own time limit, then is refused as busy). `lock`, if given, is held by the worker
-    while it uses `db`.
+    a query, so the worker goes on until the engine finishes and its result is thrown away. Meanwhile
+    the graph stays busy (`TrikeDB.sparql` holds the graph's lock while the engine runs). At most
+    `max(2, cpu_count)` workers exist at a time in a process; a further query waits for a free one
+    within its own time limit, then is refused as busy.
+
+    `lock` (use `db_lock(db)`, shared with the MCP tools): taken by the worker with the query's
+    deadline, so a call that finds the graph busy with an abandoned query fails fast ("busy")
+    instead of queueing behind it.
     """
     check_readonly_query(text)
     limit = SPARQL_TIMEOUT if timeout is None else float(timeout)
-    deadline = _monotonic() + limit
+    deadline = time.monotonic() + limit
     if not _SPARQL_SLOTS.acquire(timeout=limit):
-        raise QueryError(
-            "the server is busy finishing earlier SPARQL queries that ran over their time limit; "
-            "retry in a moment, and make the query cheaper (fewer unbound patterns, a LIMIT)."
-        )
+        raise QueryError(_BUSY)
     box: dict[str, Any] = {}
     done = threading.Event()
+    state = threading.Lock()  # makes "the query started" vs "the caller gave up" one decision
+    flags = {"started": False, "abandoned": False}
+
+    def start() -> bool:
+        with state:
+            if flags["abandoned"]:
+                return False
+            flags["started"] = True
+            return True
 
     def work() -> None:
         try:
-            if lock is not None:
-                with lock:
+            if lock is None:
+                if start():
                     box["result"] = db.sparql(text)
-            else:
-                box["result"] = db.sparql(text)
+            elif lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                try:
+                    if start():
+                        box["result"] = db.sparql(text)
+                finally:
+                    lock.release()
         except BaseException as exc:  # handed to the caller below
             box["error"] = exc
         finally:
@@ -193,7 +234,12 @@ def run_readonly_sparql(db: "TrikeDB", text: str, *, timeout: float | None = Non
 
     worker = threading.Thread(target=work, name="trike-sparql", daemon=True)
     worker.start()
-    if not done.wait(max(0.0, deadline - _monotonic())):
+    if not done.wait(max(0.0, deadline - time.monotonic())):
+        with state:
+            flags["abandoned"] = True
+            started = flags["started"]
+        if not started:
+            raise QueryError(_BUSY)
         raise QueryError(
             f"the query ran longer than the {limit:g} s time limit and was abandoned. Make it cheaper: "
             "bind more terms (names or predicates instead of ?variables), add a LIMIT, avoid "
@@ -201,13 +247,9 @@ def run_readonly_sparql(db: "TrikeDB", text: str, *, timeout: float | None = Non
         )
     if "error" in box:
         raise box["error"]
-    return box.get("result")
-
-
-def _monotonic() -> float:
-    import time
-
-    return time.monotonic()
+    if "result" not in box:
+        raise QueryError(_BUSY)
+    return box["result"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -262,6 +304,33 @@ def _bounded(items: Sequence[Any], limit: int, key: str = "results", total: int 
         out["note"] = (f"showing {len(shown)} of {total}; narrow the call or raise `limit` "
                        "(the maximum is 1000) to see more")
     return out
+
+
+def _trim(data: dict[str, Any], limit: int = 50) -> dict[str, Any]:
+    """Cap every list inside a capability's result (whose shape this module does not own) at `limit`
+    items; a cut list gets a sibling `<key>_total`, and the result `truncated: true`."""
+    cut = False
+
+    def walk(value: Any) -> Any:
+        nonlocal cut
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            for k, v in value.items():
+                if isinstance(v, list) and len(v) > limit:
+                    cut = True
+                    out[k] = [walk(x) for x in v[:limit]]
+                    out[f"{k}_total"] = len(v)
+                else:
+                    out[k] = walk(v)
+            return out
+        if isinstance(value, list):
+            return [walk(x) for x in value]
+        return value
+
+    trimmed = walk(dict(data))
+    if cut:
+        trimmed["truncated"] = True
+    return trimmed
 
 
 _DB_LOCKS: "weakref.WeakKeyDictionary[Any, threading.RLock]" = weakref.WeakKeyDictionary()
@@ -407,7 +476,7 @@ def build_server(db: "TrikeDB", *, read_only: bool = False, allow_dirs: Iterable
     server: MCPServer = MCPServer(
         name="trike",
         title="trike knowledge graph",
-        instructions=_INSTRUCTIONS,
+        instructions=_INSTRUCTIONS + (" This server is read-only: it has no write tools." if read_only else ""),
         version=_version(),
         log_level="WARNING",
     )
@@ -425,10 +494,12 @@ def build_server(db: "TrikeDB", *, read_only: bool = False, allow_dirs: Iterable
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
-    def call(tool: str, fn: Callable[[Any], Any]) -> Any:
+    def call(tool: str, fn: Callable[[Any], Any], *, locked: bool = True) -> Any:
         """Run `fn(db)` under the graph's lock, turning every failure into a ToolError."""
         try:
             the_db = get_db()
+            if not locked:
+                return fn(the_db)
             lock = db_lock(the_db)
             if not lock.acquire(timeout=BUSY_TIMEOUT):
                 raise ToolError(
@@ -479,7 +550,7 @@ def build_server(db: "TrikeDB", *, read_only: bool = False, allow_dirs: Iterable
         predeclared (no PREFIX lines needed). Results give trike names, not IRIs.
 
         Refused: SPARQL UPDATE (use the write tools) and SERVICE (no federated queries). Queries have
-        a time limit of a few seconds.
+        a time limit of {timeout} s.
 
         Example: {"query": "SELECT ?team (COUNT(?t) AS ?n) WHERE { ?t a t:table ; t:OWNED_BY ?team }
         GROUP BY ?team ORDER BY DESC(?n)"}
@@ -490,9 +561,9 @@ def build_server(db: "TrikeDB", *, read_only: bool = False, allow_dirs: Iterable
         """
 
         def run(d: Any) -> Any:
-            return run_readonly_sparql(d, query)
+            return run_readonly_sparql(d, query, lock=db_lock(d))
 
-        result = call("sparql", run)
+        result = call("sparql", run, locked=False)
         if isinstance(result, bool):
             return ok({"kind": "ask", "answer": result})
         rows = list(result or [])
@@ -521,10 +592,13 @@ def build_server(db: "TrikeDB", *, read_only: bool = False, allow_dirs: Iterable
     ) -> Result:
         """Look up facts by exact names, globs or a join of triple patterns. The workhorse lookup.
 
-        Give any of s, p, o (omitted = any) to list matching facts, e.g. {"s": "orders_db", "p":
-        "OWNED_BY"} or {"p": "DEPENDS_ON", "o": "kafka*"}. Give `patterns` for multi-hop questions:
-        {"patterns": ["?job INGESTS_TO ?t", "?t OWNED_BY data-team"]} returns variable bindings.
-        Use `search` instead when you do not know the exact names, `sparql` for aggregates/OPTIONAL.
+        Give any of s, p, o (omitted = any) to list matching facts; give `patterns` instead for
+        multi-hop questions (returns variable bindings). By default only facts valid today are seen
+        (as_of='all' for every fact). Use `search` instead when you do not know the exact names,
+        `sparql` for aggregates or OPTIONAL.
+
+        Examples: {"s": "orders_db", "p": "OWNED_BY"}; {"p": "DEPENDS_ON", "o": "kafka*"};
+        {"patterns": ["?job INGESTS_TO ?t", "?t OWNED_BY data-team"]}.
 
         Returns {"results": [facts {"s","p","o", ...attributes}] or [bindings {var: value}],
         "count", "total", "truncated"}.
@@ -558,7 +632,7 @@ def build_server(db: "TrikeDB", *, read_only: bool = False, allow_dirs: Iterable
         Returns {"results": [hits with name, score and the matching text], "nothing_found": bool};
         nothing_found=true means nothing relevant, not a failure.
         """
-        return ok(dict(call("search", lambda d: d.search(query, k=k, as_of=as_of))))
+        return ok(_trim(dict(call("search", lambda d: d.search(query, k=k, as_of=as_of)))))
 
     def find(
         question: Annotated[str, Field(description="What to find, in words.")],
@@ -576,7 +650,8 @@ def build_server(db: "TrikeDB", *, read_only: bool = False, allow_dirs: Iterable
 
         Returns {"results": [nodes with name, props and why they matched], ...}.
         """
-        return ok(dict(call("find", lambda d: d.find(question, where=_from_json(where), k=k, as_of=as_of))))
+        res = call("find", lambda d: d.find(question, where=_from_json(where), k=k, as_of=as_of))
+        return ok(_trim(dict(res), 20))
 
     def get_node(
         name: Annotated[str, Field(description="Exact node name (case-sensitive).")],
@@ -623,7 +698,7 @@ def build_server(db: "TrikeDB", *, read_only: bool = False, allow_dirs: Iterable
         is functional (one value per subject), plus the declared classes.
 
         Call it before writing (`add_triple` only accepts declared predicates when the ontology is
-        enforced) and before writing SPARQL. Takes no arguments.
+        enforced) and before writing SPARQL. Takes no arguments. Example: {}.
 
         Returns {"enforced": bool, "predicates": {name: {description, domain, range, functional}},
         "classes": {...}}.
@@ -631,8 +706,15 @@ def build_server(db: "TrikeDB", *, read_only: bool = False, allow_dirs: Iterable
         return ok(dict(call("ontology", lambda d: d.ontology())))
 
     def stats() -> Result:
-        """Size and shape of the graph: counts of facts, nodes and predicates, and the most used
-        predicates and node types. A cheap first call to orient yourself. Takes no arguments."""
+        """Size and shape of the graph: how many facts and nodes, the facts per predicate, the nodes
+        per type, whether the ontology is enforced, and the file's content hash.
+
+        A cheap first call to orient yourself before searching; follow with `ontology` for what the
+        predicates mean. Takes no arguments. Example: {}.
+
+        Returns {"facts", "nodes", "predicates": {name: count}, "types": {type: count},
+        "ontology_enforced", "file", "content_hash", ...}.
+        """
         return ok(dict(call("stats", lambda d: d.stats())))
 
     def history(
@@ -666,7 +748,7 @@ def build_server(db: "TrikeDB", *, read_only: bool = False, allow_dirs: Iterable
         Returns {"context" / "facts" / "answer" fields as produced by the graph, with the facts they
         rest on}.
         """
-        return ok(dict(call("ask", lambda d: d.ask(question, budget_tokens=budget_tokens))))
+        return ok(_trim(dict(call("ask", lambda d: d.ask(question, budget_tokens=budget_tokens))), 200))
 
     # ------------------------------------------------------------------ write tools
 
@@ -781,7 +863,8 @@ def build_server(db: "TrikeDB", *, read_only: bool = False, allow_dirs: Iterable
         can be read. Run with dry_run=true first to see what would be added.
         Example: {"path": "exports/tables.csv", "dry_run": true}.
 
-        Returns the importer's report (facts/nodes added, problems).
+        Returns the importer's report: counts of new/same/updated/rejected facts and nodes, warnings,
+        and the facts themselves (lists are cut at 50 items, with `<list>_total`).
         """
         the_path = _allowed_path(path)
         the_mapping: Any = mapping
@@ -789,7 +872,7 @@ def build_server(db: "TrikeDB", *, read_only: bool = False, allow_dirs: Iterable
             the_mapping = str(_allowed_path(mapping))
         res = call("import_source", lambda d: d.import_source(str(the_path), mapping=the_mapping,
                                                               dry_run=dry_run))
-        return ok(dict(res) if isinstance(res, dict) else {"result": res})
+        return ok(_trim(dict(res) if isinstance(res, dict) else {"result": res}))
 
     def _allowed_path(raw: str) -> Path:
         try:
@@ -846,19 +929,19 @@ def _looks_construct(query: str) -> bool:
 
 
 def _doc(fn: Callable[..., Any]) -> str:
-    """A tool description from a docstring (dedented)."""
+    """A tool description from a docstring: dedented, each paragraph on one line (the line breaks of
+    the source are not the model's business)."""
     import inspect
 
-    return inspect.cleandoc(fn.__doc__ or "")
+    paragraphs = inspect.cleandoc(fn.__doc__ or "").split("\n\n")
+    text = "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+    return text.replace("{timeout}", f"{SPARQL_TIMEOUT:g}")
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    from . import __version__
 
-        return version("trike")
-    except Exception:
-        return "0"
+    return __version__
 
 
 # --------------------------------------------------------------------------------------------------
@@ -871,15 +954,244 @@ def run_stdio(path: str | os.PathLike, *, read_only: bool = False,
     """Serve the graph at `path` over stdio until the client closes the connection.
 
     The graph is opened in a background thread while the SDK starts, so `tools/list` does not wait
-    for it; a tool call waits for it (and reports a broken file as a tool error).
+    for it; a tool call waits for it (and reports a broken file as a tool error). On POSIX the
+    handshake is answered from a cache while the SDK is still importing (see `_FrontDoor`);
+    `TRIKE_MCP_FAST_START=0` turns that off.
     """
     def opener() -> Any:
         from .db import TrikeDB
 
         return TrikeDB(str(path))
 
+    front = None
+    if os.name == "posix" and os.environ.get("TRIKE_MCP_FAST_START", "1") != "0":
+        try:
+            front = _FrontDoor(_handshake_cache_file(read_only))
+            front.start()
+        except Exception:  # no fast start, then: the SDK serves the real stdin/stdout itself
+            log.warning("trike mcp: fast start unavailable", exc_info=True)
+            front = None
     deferred = _Deferred(opener)
-    server = build_server(deferred, read_only=read_only, allow_dirs=allow_dirs)  # type: ignore[arg-type]
     # stdout carries the protocol: anything else goes to stderr.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    server.run("stdio")
+    try:
+        server = build_server(deferred, read_only=read_only, allow_dirs=allow_dirs)  # type: ignore[arg-type]
+        server.run("stdio")
+    finally:
+        if front is not None:
+            front.finish()
+
+
+# --------------------------------------------------------------------------------------------------
+# Fast start: answer the handshake from a cache while the SDK imports
+# --------------------------------------------------------------------------------------------------
+
+
+def _handshake_cache_file(read_only: bool) -> "Path | None":
+    """Where the recorded handshake of this exact server lives. The name hashes everything the
+    answers depend on: this module, the versions of trike, Python, the SDK and pydantic (by their
+    files, without importing them), read_only and the SPARQL time limit."""
+    import hashlib
+    import importlib.util
+
+    from . import __version__
+
+    h = hashlib.sha256()
+    h.update(f"{__version__}|{sys.version}|{read_only}|{SPARQL_TIMEOUT}".encode())
+    own = Path(__file__)
+    for mod in ("mcp", "mcp_types", "pydantic", "pydantic_core"):
+        spec = importlib.util.find_spec(mod)
+        origin = Path(spec.origin) if spec and spec.origin else None
+        if origin is None or not origin.exists():
+            return None
+        paths = [origin]
+        if mod in ("mcp", "mcp_types", "pydantic"):  # the version lives in the package's metadata
+            paths.extend(sorted(origin.parent.parent.glob(f"{mod}-*.dist-info/RECORD")))
+        for item in paths:
+            st = item.stat()
+            h.update(f"|{item}:{st.st_size}:{st.st_mtime_ns}".encode())
+    st = own.stat()
+    h.update(f"|{own}:{st.st_size}:{st.st_mtime_ns}".encode())
+    env = os.environ.get("TRIKE_CACHE_DIR")
+    if env:
+        folder = Path(env).expanduser()
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        folder = (Path(xdg) if xdg else Path.home() / ".cache") / "trike"
+    return folder / f"mcp-handshake-{h.hexdigest()[:20]}.json"
+
+
+class _FrontDoor:
+    """Answers `initialize`, `tools/list` and `ping` from a cache while the SDK is still importing.
+
+    Importing the `mcp` SDK (pydantic models for two protocol eras) takes most of a second or more,
+    which alone would miss the start-up budget. So the process keeps the real stdin/stdout for itself
+    and gives the SDK a pipe pair instead (as its fd 0 and 1, so the SDK's own stdio transport runs
+    unchanged). Until the SDK answers its first message, this front door replies to the handshake
+    with the answers the SDK itself gave to the same requests in an earlier run (recorded in a cache
+    file keyed by everything they depend on); every message, the answered `initialize` included, is
+    still passed on to the SDK in order, and the SDK's own reply to that `initialize` is dropped, so
+    the SDK's session is exactly the one the client believes it has. Without a cache entry nothing is
+    answered early: the replies are recorded for the next start. Anything but the legacy handshake
+    (e.g. a 2026-era `server/discover`) is simply passed through.
+    """
+
+    def __init__(self, cache_file: "Path | None"):
+        self.cache_file = cache_file
+        self.cache: dict[str, dict[str, Any]] = {}
+        if cache_file is not None:
+            try:
+                loaded = json.loads(cache_file.read_text(encoding="utf-8"))
+                if isinstance(loaded, dict):
+                    self.cache = loaded
+            except (OSError, ValueError):
+                pass
+        self.out_lock = threading.Lock()
+        self.sdk_live = threading.Event()
+        self.drop_id: str | None = None      # the initialize answered here: the SDK's reply is dropped
+        self.session_version: str | None = None
+        self.answered_early = False
+        self.pending: dict[str, tuple[str, str | None]] = {}  # id -> (method, version) to record
+        self.recorded: dict[str, dict[str, Any]] = {}
+        self.pump_done = threading.Event()
+
+    def start(self) -> None:
+        client_in = os.dup(0)
+        client_out = os.dup(1)
+        sdk_in_r, sdk_in_w = os.pipe()
+        sdk_out_r, sdk_out_w = os.pipe()
+        os.dup2(sdk_in_r, 0)
+        os.dup2(sdk_out_w, 1)
+        os.close(sdk_in_r)
+        os.close(sdk_out_w)
+        self.client_in = os.fdopen(client_in, "rb")
+        self.client_out = os.fdopen(client_out, "wb", buffering=0)
+        self.sdk_in = os.fdopen(sdk_in_w, "wb", buffering=0)
+        self.sdk_out = os.fdopen(sdk_out_r, "rb")
+        threading.Thread(target=self._from_client, name="trike-mcp-in", daemon=True).start()
+        threading.Thread(target=self._from_sdk, name="trike-mcp-out", daemon=True).start()
+
+    def finish(self) -> None:
+        """After the SDK returned: let the pump pass on what the SDK wrote last, then stop it."""
+        try:
+            os.write(1, b"\x00trike-mcp-end\n")  # fd 1 is our pipe again once the SDK let it go
+        except OSError:
+            return
+        self.pump_done.wait(10)
+
+    def _send(self, data: bytes) -> None:
+        with self.out_lock:
+            self.client_out.write(data)
+
+    def _answer(self, msg_id: Any, result: Any) -> None:
+        reply = {"jsonrpc": "2.0", "id": msg_id, "result": result}
+        self._send(json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+
+    def _from_client(self) -> None:
+        try:
+            for line in self.client_in:
+                forward = self._handle(line)
+                if forward:
+                    self.sdk_in.write(line if line.endswith(b"\n") else line + b"\n")
+        except (OSError, ValueError):
+            pass
+        finally:
+            try:
+                self.sdk_in.close()  # EOF for the SDK: it shuts down as on a closed stdin
+            except OSError:
+                pass
+
+    def _handle(self, line: bytes) -> bool:
+        """Answer early what can be answered; True when the line must go on to the SDK."""
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return True
+        if not isinstance(msg, dict) or "id" not in msg or not isinstance(msg.get("method"), str):
+            return True
+        method, msg_id = msg["method"], msg["id"]
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        key = json.dumps(msg_id)
+        early = not self.sdk_live.is_set()
+        if method == "initialize":
+            version = params.get("protocolVersion")
+            entry = self.cache.get(version) if isinstance(version, str) else None
+            if early and entry and "initialize" in entry and "tools/list" in entry:
+                self.drop_id = key
+                self.answered_early = True
+                self.session_version = version
+                self._answer(msg_id, entry["initialize"])
+            elif isinstance(version, str):
+                self.session_version = version
+                self.pending[key] = ("initialize", version)
+            return True
+        if method == "tools/list" and not params:
+            entry = self.cache.get(self.session_version or "")
+            if early and self.answered_early and entry and "tools/list" in entry:
+                self._answer(msg_id, entry["tools/list"])
+                return False
+            self.pending[key] = ("tools/list", self.session_version)
+            return True
+        if method == "ping" and early and self.answered_early:
+            self._answer(msg_id, {})
+            return False
+        return True
+
+    def _from_sdk(self) -> None:
+        try:
+            for line in self.sdk_out:
+                if line == b"\x00trike-mcp-end\n":
+                    break
+                self.sdk_live.set()
+                if not line.lstrip().startswith((b"{", b"[")):
+                    sys.stderr.buffer.write(line)  # stray output of some library: not for the client
+                    sys.stderr.flush()
+                elif self._keep(line):
+                    self._send(line)
+        except (OSError, ValueError):
+            pass
+        finally:
+            self.pump_done.set()
+
+    def _keep(self, line: bytes) -> bool:
+        """Record the SDK's handshake replies; drop its reply to an initialize answered early."""
+        if self.drop_id is None and not self.pending:
+            return True
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return True
+        if not isinstance(msg, dict) or "id" not in msg or "method" in msg:
+            return True
+        key = json.dumps(msg["id"])
+        if key == self.drop_id:
+            self.drop_id = None  # only once
+            if "error" in msg:
+                log.warning("trike mcp: the SDK refused a handshake answered from the cache: %s", msg["error"])
+            return False
+        got = self.pending.pop(key, None)
+        if got is not None and "result" in msg and got[1]:
+            method, version = got
+            self.recorded.setdefault(version, {})[method] = msg["result"]
+            if len(self.recorded[version]) == 2 and version not in self.cache:
+                self._save(version)
+        return True
+
+    def _save(self, version: str) -> None:
+        if self.cache_file is None:
+            return
+        try:
+            data = dict(self.cache)
+            data[version] = self.recorded[version]
+            folder = self.cache_file.parent
+            folder.mkdir(parents=True, exist_ok=True)
+            month_ago = time.time() - 30 * 86400
+            for old in folder.glob("mcp-handshake-*.json"):  # recordings of versions no longer used
+                if old != self.cache_file and old.stat().st_mtime < month_ago:
+                    old.unlink(missing_ok=True)
+            tmp = self.cache_file.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+            os.replace(tmp, self.cache_file)
+            self.cache = data
+        except OSError:
+            pass

@@ -27,6 +27,8 @@ import yaml
 from .errors import LoadError
 from .values import emit, emit_key, resolve_plain
 
+__all__ = ["GraphData", "dump", "emit", "emit_key", "parse", "parse_tail", "triple_line"]
+
 Fact = tuple[str, str, Any, dict | None]
 
 # -------------------------------------------------------------------------------------------- dump
@@ -125,15 +127,49 @@ def _scalar(tok: str) -> Any:
     return resolve_plain(tok)
 
 
+_name_cache: dict[str, str] = {}
+
+
+def _name_value(tok: str) -> str:
+    """A subject/predicate token as a name (YAML may read `123` as an int: names are strings)."""
+    v = resolve_plain(tok)
+    name = v if isinstance(v, str) else tok if v is None else str(v)
+    if len(_name_cache) < 500_000:
+        _name_cache[tok] = name
+    return name
+
+
 class _NotCanonical(Exception):
     pass
 
 
+_BAD_FIRST = frozenset("&*!|>%@`\\?-")
+_QUOTES_OR_BRACKETS = re.compile(r"['\"\[\]{}]")
+
+
 def _fast_mapping(body: str) -> dict:
-    if not _BODY.fullmatch(body):
-        raise _NotCanonical
+    """The entries of a one-line flow mapping body (`k: v, k: v`), or _NotCanonical."""
     out: dict = {}
-    for k, v in _ENTRY.findall(body):
+    if _QUOTES_OR_BRACKETS.search(body) is None:
+        # only plain scalars: split on the separators
+        for entry in body.split(", "):
+            k, sep, v = entry.partition(": ")
+            if (not sep or not k or ":" in v or "#" in v or ":" in k or "#" in k
+                    or k[0] in _BAD_FIRST or k[0] == " " or k[-1] == " "):
+                raise _NotCanonical
+            if v:
+                c = v[0]
+                if (c in _BAD_FIRST and not (c == "-" and len(v) > 1 and v[1] != " ")) or c == " " or v[-1] == " ":
+                    raise _NotCanonical
+            key = resolve_plain(k)
+            if key in out:
+                raise _NotCanonical
+            out[key] = resolve_plain(v) if v else None
+        return out
+    found = _ENTRY.findall(body)
+    if sum(len(k) + len(v) + 4 for k, v in found) - 2 != len(body):
+        raise _NotCanonical
+    for k, v in found:
         if v and v[-1] in " \t" or k[-1] in " \t":
             raise _NotCanonical
         key = _scalar(k)
@@ -233,6 +269,8 @@ def _split_sections(lines: list[str]) -> list[tuple[str, int, int, str]] | None:
         if not line or line[0] in " \t#-\r" or line.startswith("- "):
             if line.startswith(("---", "...")):
                 return None
+            if current is None and line.strip() and not line.lstrip().startswith("#"):
+                return None  # content before the first top-level key
             continue
         m = _TOP_KEY.match(line.rstrip("\r"))
         if not m:
@@ -248,13 +286,44 @@ def _split_sections(lines: list[str]) -> list[tuple[str, int, int, str]] | None:
     return sections
 
 
+_PLAIN_NAME = r"[^\s\-?:,\[\]{}#&*!|>'\"%@`\\][^:,\[\]{}#'\"\\]*?"
+# the common case, matched in one go: `- {s: NAME, p: NAME, o: NAME}` with plain names
+_SIMPLE = re.compile(rf"- \{{s: ({_PLAIN_NAME}), p: ({_PLAIN_NAME}), o: ({_PLAIN_NAME}|-?[0-9.][^:,\[\]{{}}#'\"\\]*?)(, .*)?\}}")
+
+
 def _parse_triples_section(lines: list[str], start: int, end: int, path: str | None,
                            data: GraphData) -> bool:
     """Read the triples lines; True when every line was canonical."""
     canonical = True
     triples = data.triples
+    append = triples.append
+    simple = _SIMPLE.fullmatch
+    cache = _name_cache
     for i in range(start + 1, end):
         line = lines[i]
+        m = simple(line)
+        if m is not None:
+            s, p, o, rest = m.groups()
+            if s[-1] != " " and p[-1] != " " and o[-1] != " ":
+                attrs = None
+                if rest is not None:
+                    try:
+                        attrs = _fast_mapping(rest[2:])
+                    except (_NotCanonical, ValueError):
+                        attrs = False
+                    if attrs is not False and not ({"s", "p", "o"} & attrs.keys()):
+                        pass
+                    else:
+                        attrs = False
+                if attrs is not False:
+                    sv = cache.get(s)
+                    if sv is None:
+                        sv = _name_value(s)
+                    pv = cache.get(p)
+                    if pv is None:
+                        pv = _name_value(p)
+                    append((sv, pv, resolve_plain(o), attrs or None))
+                    continue
         if not line or line.startswith("#"):
             canonical = False
             continue
@@ -266,8 +335,8 @@ def _parse_triples_section(lines: list[str], start: int, end: int, path: str | N
             except (_NotCanonical, ValueError):
                 item = None
         if item is None:
-            if not line.startswith("- "):
-                raise _NotCanonical
+            if not line.startswith("- ") or (i + 1 < end and lines[i + 1][:1] in " \t"):
+                raise _NotCanonical  # block style or multi-line items: read the section whole
             canonical = False
             loaded = _yaml_load(line, path, i)
             if not isinstance(loaded, list) or len(loaded) != 1:
@@ -349,7 +418,7 @@ def parse(text: str, path: str | None = None) -> GraphData:
             lines.pop()
             ends_clean = True
             sections[-1] = (sections[-1][0], sections[-1][1], len(lines), sections[-1][3])
-    if sections is None:
+    if sections is None or _ANCHOR.search(text):
         _parse_whole(text, path, data)
         return data
     seen: set[str] = set()
@@ -379,6 +448,9 @@ def parse(text: str, path: str | None = None) -> GraphData:
         ((k, value),) = loaded.items()
         _absorb(data, key, value, path, start + 1)
     return data
+
+
+_ANCHOR = re.compile(r"(?:^|[\s\[{,])&[^\s,\[\]{}]+[\s,\[\]{}]", re.M)
 
 
 def _line_is_complete_triple(line: str) -> bool:

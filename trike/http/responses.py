@@ -29,16 +29,22 @@ class JSONResponse(Response):
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        return json.dumps(content, ensure_ascii=False, default=_json_default, separators=(",", ":")).encode()
+        try:  # fast path: plain data, dates as ISO strings
+            return json.dumps(content, ensure_ascii=False, default=_iso, allow_nan=False,
+                              separators=(",", ":")).encode()
+        except (TypeError, ValueError):  # NaN/inf, odd keys or values: the same conversion as the MCP tools
+            from trike.mcp_server import _jsonable
+
+            return json.dumps(_jsonable(content), ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def _json_default(value: Any) -> Any:
+def _iso(value: Any) -> Any:
     iso = getattr(value, "isoformat", None)
     if callable(iso):
         return iso()
     if isinstance(value, set | frozenset | tuple):
         return list(value)
-    return str(value)
+    raise TypeError(f"not JSON: {type(value).__name__}")
 
 
 def error_response(

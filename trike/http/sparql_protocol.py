@@ -113,19 +113,7 @@ class _Serializer:
 
 def raw_query(db: Any, text: str) -> Any:
     """Run a query on the graph's live Oxigraph projection and return pyoxigraph's own result."""
-    direct = getattr(db, "sparql_raw", None)
-    if callable(direct):  # a public hook on TrikeDB, when there is one
-        return direct(text)
-    from trike.rdf import PREFIXES
-
-    with db._lock:  # the same lock and projection that TrikeDB.sparql uses
-        store = db._projection().store
-        try:
-            return store.query(text, prefixes=PREFIXES)
-        except SyntaxError as exc:
-            raise QueryError(f"bad SPARQL: {exc}") from None
-        except OSError as exc:
-            raise QueryError(f"SPARQL failed: {exc}") from None
+    return db.sparql_raw(text)
 
 
 def run_protocol_query(db: Any, text: str, accept: str | None) -> tuple[bytes, str]:

@@ -180,6 +180,46 @@ def _valid(fact: Mapping[str, Any], when: str | None) -> bool:
     return (vf is None or vf <= when) and (vt is None or when < vt)
 
 
+OBJECT_SHARE = 0.5  # a node reached as the object of a matching fact counts half as much as its subject
+
+
+def _rank_nodes(idx: Any, ranking: Any, keep: Callable[[str, Mapping[str, Any]], bool],
+                node_entry: Callable[[str], dict[str, Any]], k: int) -> list[dict[str, Any]]:
+    """Nodes met in the ranked documents (a node's own sentence, a fact's subject, a fact's object when
+    it is a node), scored by their best document, filtered by `keep`, best first."""
+    found: dict[str, dict[str, Any]] = {}
+    rejected: set[str] = set()
+    for i in ranking.order:
+        d = idx.docs[i]
+        score = float(ranking.scores[i])
+        if d.kind == "node":
+            names = [(d.name, score)]
+        else:
+            names = [(str(d.fact["s"]), score)]
+            if idx.is_entity(d.fact["o"]):
+                names.append((d.fact["o"], score * OBJECT_SHARE))
+        for name, sc in names:
+            if name in rejected:
+                continue
+            entry = found.get(name)
+            if entry is None:
+                if not keep(name, idx.nodes.get(name) or {}):
+                    rejected.add(name)
+                    continue
+                entry = found[name] = {"score": sc, "signals": [], "matched": []}
+            entry["score"] = max(entry["score"], sc)
+            if len(entry["matched"]) < 3 and d.sentence not in entry["matched"]:
+                entry["matched"].append(d.sentence)
+            for sig in ranking.signals[i]:
+                if sig not in entry["signals"]:
+                    entry["signals"].append(sig)
+    best = sorted(found.items(), key=lambda kv: -kv[1]["score"])[:k]
+    return [
+        {**node_entry(name), "score": round(e["score"], 4), "signals": e["signals"], "matched": e["matched"]}
+        for name, e in best
+    ]
+
+
 def find(
     db: Any,
     question: str,
@@ -226,40 +266,7 @@ def find(
         ranking = idx.rank(question, when, depth=max(CANDIDATES, 20 * k))
         evidence = ranking.features.as_dict()
         if ranking.relevant:
-            by_name: dict[str, dict[str, Any]] = {}
-            rejected: set[str] = set()
-            for i in ranking.order:
-                d = idx.docs[i]
-                if d.kind == "node":
-                    names = [d.name]
-                else:
-                    names = [str(d.fact["s"])]
-                    if idx.is_entity(d.fact["o"]):
-                        names.append(d.fact["o"])
-                for name in names:
-                    if name in rejected:
-                        continue
-                    entry = by_name.get(name)
-                    if entry is None:
-                        if len(by_name) >= k:
-                            continue
-                        if not keep(name, idx.nodes.get(name) or {}):
-                            rejected.add(name)
-                            continue
-                        entry = by_name[name] = {
-                            **node_entry(name),
-                            "score": round(float(ranking.scores[i]), 4),
-                            "signals": list(ranking.signals[i]),
-                            "matched": [],
-                        }
-                    if len(entry["matched"]) < 3 and d.sentence not in entry["matched"]:
-                        entry["matched"].append(d.sentence)
-                        for s in ranking.signals[i]:
-                            if s not in entry["signals"]:
-                                entry["signals"].append(s)
-                if len(by_name) >= k and all(len(e["matched"]) >= 1 for e in by_name.values()):
-                    break
-            results = list(by_name.values())
+            results = _rank_nodes(idx, ranking, keep, node_entry, k)
     return {
         "question": question,
         "where": shown_where,

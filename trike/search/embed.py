@@ -58,13 +58,31 @@ class Embedder:
         self.model = model
         self.key = key
         self.dim = int(model.embedding.shape[1])
+        self._baseline: tuple[float, float] | None = None
 
-    def encode(self, texts: Sequence[str]) -> Any:
-        """Unit vectors (float32, shape (n, dim)); a text with no known token gets the zero vector."""
+    def similarity_baseline(self) -> tuple[float, float]:
+        """Mean and standard deviation of the cosine between unrelated tokens of this model (a sample of
+        its vocabulary): word similarities are judged in these units, so one cut-off suits every model."""
+        if self._baseline is None:
+            import numpy as np
+
+            emb = np.asarray(self.model.embedding, dtype=np.float32)
+            rng = np.random.default_rng(0)
+            rows = rng.choice(len(emb), size=min(2000, len(emb)), replace=False)
+            v = emb[rows]
+            v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+            sims = (v @ v.T)[np.triu_indices(len(v), 1)]
+            self._baseline = (float(sims.mean()), float(sims.std()) or 1.0) if sims.size else (0.0, 1.0)
+        return self._baseline
+
+    def encode_with_norms(self, texts: Sequence[str]) -> tuple[Any, Any]:
+        """Unit vectors (float32, shape (n, dim)) and the length of each raw mean vector. A text with no
+        known token gets the zero vector (and length 0). The raw length says how informative a single
+        word is: static models weight frequent tokens down."""
         import numpy as np
 
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+            return np.zeros((0, self.dim), dtype=np.float32), np.zeros(0, dtype=np.float32)
         vecs = np.asarray(
             self.model.encode(list(texts), show_progress_bar=False, use_multiprocessing=False),
             dtype=np.float32,
@@ -73,7 +91,11 @@ class Embedder:
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         np.divide(vecs, norms, out=vecs, where=norms > 1e-12)
         vecs[(norms <= 1e-12).ravel()] = 0.0
-        return vecs
+        return vecs, norms.ravel()
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        """Unit vectors (float32, shape (n, dim)); a text with no known token gets the zero vector."""
+        return self.encode_with_norms(texts)[0]
 
 
 def _model_key(name: str, folder: Path | None) -> str:
@@ -103,7 +125,13 @@ def _load(name: str) -> Embedder:
 
     source = str(folder) if folder is not None else name
     # force_download=False: a model already in the hub cache loads without asking the network
-    model = StaticModel.from_pretrained(source, force_download=False)
+    quiet = logging.getLogger("model2vec.model")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # "normalization does not match config": we normalize ourselves
+    try:
+        model = StaticModel.from_pretrained(source, force_download=False, normalize=False)
+    finally:
+        quiet.setLevel(level)
     return Embedder(name, model, _model_key(name, folder))
 
 
@@ -180,7 +208,7 @@ class VectorCache:
         try:
             for i in range(0, len(keys), 900):
                 chunk = keys[i : i + 900]
-                q = "SELECT k, v FROM vec WHERE k IN (%s)" % ",".join("?" * len(chunk))
+                q = f"SELECT k, v FROM vec WHERE k IN ({','.join('?' * len(chunk))})"
                 for k, v in conn.execute(q, chunk):
                     if len(v) == want:
                         out[bytes(k)] = np.frombuffer(v, dtype=np.float32)

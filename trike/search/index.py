@@ -1,8 +1,12 @@
 """The search index of one graph: one sentence per fact and per described node, a BM25 index over their
-terms, their sentence vectors, and the ranking (reciprocal rank fusion + the "nothing found" decision).
+terms, their vectors, and the ranking (reciprocal rank fusion + the "nothing found" decision).
+
+A sentence is made of parts (a fact's subject, predicate, object and attributes; a node's name, type and
+properties). Parts repeat across sentences, so terms and vectors are computed once per distinct part
+text: a fact's vector is the weighted sum of its parts' unit vectors.
 
 An index is immutable and tied to one `db.revision`; a new revision builds a new index that reuses the
-terms and vectors of the previous one for every sentence that did not change.
+terms and vectors of the previous one for every part that did not change.
 """
 
 from __future__ import annotations
@@ -18,24 +22,39 @@ from .embed import Embedder, VectorCache, text_key
 from .lexical import BM25
 
 # ---- ranking parameters (calibrated with benchmarks/search_quality.py --calibrate) ----------------------
-RRF_K = 20  # reciprocal rank fusion: score = sum over signals of weight / (RRF_K + rank)
+RRF_K = 10  # reciprocal rank fusion: score = sum over signals of weight / (RRF_K + rank)
 W_LEXICAL = 1.0
 W_SEMANTIC = 1.0
 CANDIDATES = 200  # how deep each signal's list goes into the fusion
-# "Nothing found" when neither signal is convincing:
-#  lexical: IDF-weighted share of the query's terms found in one of its best documents;
-#  semantic: best cosine similarity, and how far it stands above the query's similarity to the rest.
-MIN_COVERAGE = 0.5  # lexical alone is enough from here
-MIN_COSINE = 0.5  # semantic alone is enough from here
-MIN_COSINE_Z = 4.0  # ... and only if the best match stands out this many standard deviations
-MIN_COVERAGE_WITH_SEMANTIC = 0.3  # lexical evidence supported by a moderate semantic match
-MIN_COSINE_WITH_LEXICAL = 0.35
+# A node whose own sentence matches well lifts its facts (the question may describe the node and ask
+# about one of its relations); a lifted fact does not pass the node itself.
+PROPAGATE = 0.7  # share of the node's fused score
+PROPAGATE_NODES = 10  # ... from this many best-matching nodes
+# Weights of a document's parts in its vector.
+W_SUBJECT = W_PREDICATE = W_OBJECT = 1.0
+W_ATTRS = 0.5
+W_TYPE = 0.5
+# "Nothing found" is decided from how well the best documents cover the question's own terms:
+#  coverage: IDF-weighted share of the question's terms found in one of the best documents (with the
+#    sentence of its subject node);
+#  soft coverage: the same, but a word absent from the document counts by its nearest word there (cosine
+#    of static word vectors), and words are weighted by how informative the model finds them.
+EVIDENCE_DOCS = 10  # how many of the best fused documents are examined
+# a word's best cosine counts 0 at SOFT_LOW and 1 at SOFT_HIGH standard deviations above the model's
+# cosine between unrelated tokens (linear in between)
+SOFT_LOW, SOFT_HIGH = 2.5, 5.0
+MIN_COVERAGE = 0.15  # lexical only: abstain below this coverage
+MIN_SOFT_COVERAGE = 0.54  # with a model: abstain below this soft coverage ...
+MIN_COVERAGE_WITH_MODEL = 0.7  # ... unless the exact coverage reaches this
+
+FACT_WEIGHTS = (W_SUBJECT, W_PREDICATE, W_OBJECT, W_ATTRS)
 
 
 @dataclass
 class Doc:
     kind: str  # "fact" | "node"
     sentence: str
+    parts: tuple[str, ...]  # fact: subject, predicate, object, attributes; node: name, type, props
     fact: dict[str, Any] | None = None
     name: str | None = None  # the node's name
     props: dict[str, Any] | None = None
@@ -46,28 +65,64 @@ class Doc:
 @dataclass
 class Features:
     coverage: float = 0.0
+    soft_coverage: float = 0.0
     cosine: float = 0.0
-    cosine_z: float = 0.0
     lexical_hits: int = 0
 
     def as_dict(self) -> dict[str, float]:
         return {
             "coverage": round(self.coverage, 4),
+            "soft_coverage": round(self.soft_coverage, 4),
             "cosine": round(self.cosine, 4),
-            "cosine_z": round(self.cosine_z, 3),
             "lexical_hits": self.lexical_hits,
         }
+
+
+class Signals:
+    """Which signals found each document: `signals[i]` -> ["lexical", "semantic"]."""
+
+    def __init__(self, lexical: set[int], semantic: set[int], lifted_by: dict[int, int]) -> None:
+        self.lexical = lexical
+        self.semantic = semantic
+        self.lifted_by = lifted_by
+
+    def __getitem__(self, i: int) -> list[str]:
+        out = [n for n, found in (("lexical", self.lexical), ("semantic", self.semantic)) if i in found]
+        if not out and i in self.lifted_by:
+            return self[self.lifted_by[i]]
+        return out
 
 
 @dataclass
 class Ranking:
     order: list[int]  # doc indices, best first (fused)
-    scores: dict[int, float]
-    signals: dict[int, list[str]]
+    scores: Any  # fused score of every document (array)
+    signals: Signals
     features: Features
     relevant: bool
     lexical_order: list[int] = field(default_factory=list)
     semantic_order: list[int] = field(default_factory=list)
+
+
+_blas: Any = None
+
+
+def _one_blas_thread() -> Any:
+    """A context in which BLAS uses one thread: a query's matrix-vector product is small, and spreading
+    it over threads costs far more than it saves on a busy machine (10x slower measured on 2 cores)."""
+    global _blas
+    if _blas is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _blas = ThreadpoolController()
+        except Exception:  # not installed: BLAS keeps its own setting
+            _blas = False
+    if _blas is False:
+        import contextlib
+
+        return contextlib.nullcontext()
+    return _blas.limit(limits=1, user_api="blas")
 
 
 def iso(value: Any) -> str | None:
@@ -81,15 +136,35 @@ def iso(value: Any) -> str | None:
 
 def is_relevant(f: Features, semantic: bool) -> bool:
     """The "nothing found" decision (False = abstain)."""
-    if f.lexical_hits == 0 and not semantic:
-        return False
-    if f.coverage >= MIN_COVERAGE:
-        return True
     if not semantic:
-        return False
-    if f.cosine >= MIN_COSINE and f.cosine_z >= MIN_COSINE_Z:
-        return True
-    return f.coverage >= MIN_COVERAGE_WITH_SEMANTIC and f.cosine >= MIN_COSINE_WITH_LEXICAL
+        return f.lexical_hits > 0 and f.coverage >= MIN_COVERAGE
+    return f.soft_coverage >= MIN_SOFT_COVERAGE or f.coverage >= MIN_COVERAGE_WITH_MODEL
+
+
+class TextCache:
+    """Per distinct part text: its lexical units and the text given to the model. Shared by the indexes
+    of one graph, so a new revision only tokenizes the parts it has not seen."""
+
+    def __init__(self) -> None:
+        self.units: dict[str, list[tuple[str, str]]] = {}
+        self.embed: dict[str, str] = {}
+
+    def units_of(self, text: str) -> list[tuple[str, str]]:
+        got = self.units.get(text)
+        if got is None:
+            got = self.units[text] = T.units(text)
+        return got
+
+    def embed_of(self, text: str) -> str:
+        got = self.embed.get(text)
+        if got is None:
+            got = self.embed[text] = T.embed_text(text)
+        return got
+
+    def prune(self, keep: Mapping[str, Any]) -> None:
+        if len(self.units) > 2 * len(keep) + 10_000:
+            self.units = {t: u for t, u in self.units.items() if t in keep}
+            self.embed = {t: e for t, e in self.embed.items() if t in keep}
 
 
 class SearchIndex:
@@ -106,94 +181,148 @@ class SearchIndex:
         self.revision = revision
         self.embedder = embedder
         self.model_key = embedder.key if embedder is not None else None
-        self.stats: dict[str, Any] = {}
         ont = db.ontology() or {}
-        predicates = ont.get("predicates") or {}
-        classes = ont.get("classes") or {}
         nodes: dict[str, dict[str, Any]] = db.nodes()
         try:
             facts = db.facts(as_of="all")
         except TypeError:
             facts = db.facts()
         self.nodes = nodes
+        render = T.Renderer(nodes, ont.get("predicates") or {}, ont.get("classes") or {})
         docs: list[Doc] = []
+        has_validity = False
         for f in facts:
-            docs.append(
-                Doc(
-                    "fact",
-                    T.fact_sentence(f, nodes, predicates),
-                    fact=f,
-                    valid_from=iso(f.get("valid_from")),
-                    valid_to=iso(f.get("valid_to")),
-                )
-            )
+            parts = render.fact_parts(f)
+            vf, vt = f.get("valid_from"), f.get("valid_to")
+            if vf is not None or vt is not None:
+                has_validity = True
+                vf, vt = iso(vf), iso(vt)
+            docs.append(Doc("fact", T.sentence_of_parts(parts), parts, fact=f, valid_from=vf, valid_to=vt))
+        self.node_doc: dict[str, int] = {}
         for name, props in nodes.items():
             if props:
-                docs.append(Doc("node", T.node_sentence(name, props, classes), name=name, props=props))
+                parts = render.node_parts(name, props)
+                self.node_doc[name] = len(docs)
+                docs.append(Doc("node", T.node_sentence_of_parts(parts), parts, name=name, props=props))
         self.docs = docs
-        self.has_validity = any(d.valid_from or d.valid_to for d in docs)
+        self.has_validity = has_validity
+        n = len(docs)
+        self.is_node = np.zeros(n, dtype=bool)
+        self.is_node[list(self.node_doc.values())] = True
         self._by_subject: dict[str, list[dict[str, Any]]] | None = None
+        self._subject_docs: dict[str, list[int]] | None = None
+        self._words: dict[str, tuple[Any, float]] = {}
+        self._valid_cache: dict[str | None, Any] = {}
+
+        # distinct part texts; slot k of document i is text part_ids[i, k] (-1: none)
+        text_ids: dict[str, int] = {}
+        width = 4
+        part_ids = np.full((n, width), -1, dtype=np.int64)
+        rows: list[list[int]] = [[-1] * width for _ in range(n)]
+        for i, d in enumerate(docs):
+            row = rows[i]
+            for k, t in enumerate(d.parts):
+                if t:
+                    row[k] = text_ids.setdefault(t, len(text_ids))
+        if n:
+            part_ids[:] = rows
+        self.part_ids = part_ids
+        self.text_ids = text_ids
         t1 = time.perf_counter()
 
-        # lexical terms, reused from the previous index for unchanged sentences
-        old_terms = previous.terms_by_sentence if previous is not None else {}
-        self.terms_by_sentence: dict[str, list[str]] = {}
-        doc_terms: list[list[str]] = []
-        for d in docs:
-            ts = self.terms_by_sentence.get(d.sentence)
-            if ts is None:
-                ts = old_terms.get(d.sentence)
-                if ts is None:
-                    ts = T.terms(d.sentence)
-                self.terms_by_sentence[d.sentence] = ts
-            doc_terms.append(ts)
-        self.doc_terms = doc_terms
-        self.bm25 = BM25(doc_terms)
+        # lexical: term ids per distinct text, expanded to documents without a Python loop per document
+        self.cache = previous.cache if previous is not None else TextCache()
+        cache = self.cache
+        vocab: dict[str, int] = {}
+        flat: list[int] = []
+        lengths = np.zeros(len(text_ids) + 1, dtype=np.int64)
+        for t, tid in text_ids.items():
+            ids = [vocab.setdefault(term, len(vocab)) for term, _ in cache.units_of(t)]
+            flat.extend(ids)
+            lengths[tid] = len(ids)
+        cache.prune(text_ids)
+        text_terms = np.asarray(flat, dtype=np.int64)
+        text_start = np.zeros(len(text_ids) + 1, dtype=np.int64)
+        np.cumsum(lengths[:-1], out=text_start[1:])
+        slot_doc, slot_k = np.nonzero(part_ids >= 0)
+        slot_text = part_ids[slot_doc, slot_k]
+        slot_len = lengths[slot_text]
+        total = int(slot_len.sum())
+        doc_of = np.repeat(slot_doc, slot_len)
+        offsets = np.arange(total) - np.repeat(np.cumsum(slot_len) - slot_len, slot_len)
+        term_of = text_terms[np.repeat(text_start[slot_text], slot_len) + offsets] if total else text_terms
+        self.bm25 = BM25.from_arrays(vocab, term_of, doc_of, n)
         t2 = time.perf_counter()
 
-        # sentence vectors: previous index, then the disk cache, then the model
-        self.vectors = None
+        # vectors: one per distinct text given to the model: from the previous index, the disk cache or
+        # the model; a document's vector is the weighted sum of its parts' unit vectors
+        self.vectors = None  # (dim, documents) unit vectors, when there are fewer documents than texts
+        self.text_vectors = None  # (dim, texts + 1) unit vectors of the distinct texts; last column zero
+        self.part_rows = None  # (documents, 4): the text column of each part (the zero column if none)
+        self.part_weights = None  # (documents, 4): each part's weight over its document vector's length
+        self.row_by_text: dict[str, int] = {}
         encoded = from_disk = reused = 0
-        if embedder is not None:
-            texts = [T.embed_text(d.sentence) for d in docs]
-            vecs = np.zeros((len(docs), embedder.dim), dtype=np.float32)
+        if embedder is not None and n:
+            embed_rows: dict[str, int] = {}
+            text_row = np.zeros(len(text_ids) + 1, dtype=np.int64)
+            for t, tid in text_ids.items():
+                text_row[tid] = embed_rows.setdefault(cache.embed_of(t), len(embed_rows))
+            tv = np.zeros((len(embed_rows) + 1, embedder.dim), dtype=np.float32)  # last row: zeros
             prev_rows: dict[str, int] = {}
-            if previous is not None and previous.model_key == self.model_key and previous.vectors is not None:
+            if previous is not None and previous.model_key == self.model_key and previous.text_vectors is not None:
                 prev_rows = previous.row_by_text
-            missing: dict[str, list[int]] = {}
-            for i, t in enumerate(texts):
-                r = prev_rows.get(t)
+            missing: list[str] = []
+            now, before = [], []
+            for e, row in embed_rows.items():
+                r = prev_rows.get(e)
                 if r is not None:
-                    vecs[i] = previous.vectors[r]  # type: ignore[union-attr]
-                    reused += 1
+                    now.append(row)
+                    before.append(r)
                 else:
-                    missing.setdefault(t, []).append(i)
+                    missing.append(e)
+            if now:
+                tv[now] = previous.text_vectors[:, before].T  # type: ignore[union-attr]
+                reused = len(now)
             if missing:
-                cache = VectorCache(embedder.key, embedder.dim)
-                keys = {t: text_key(t) for t in missing}
-                found = cache.get_many(list(keys.values()))
+                store = VectorCache(embedder.key, embedder.dim)
+                keys = {e: text_key(e) for e in missing}
+                found = store.get_many(list(keys.values()))
                 todo: list[str] = []
-                for t, rows in missing.items():
-                    v = found.get(keys[t])
+                for e in missing:
+                    v = found.get(keys[e])
                     if v is None:
-                        todo.append(t)
+                        todo.append(e)
                     else:
-                        vecs[rows] = v
-                        from_disk += len(rows)
+                        tv[embed_rows[e]] = v
+                        from_disk += 1
                 if todo:
                     new = embedder.encode(todo)
-                    for t, v in zip(todo, new, strict=True):
-                        vecs[missing[t]] = v
+                    tv[[embed_rows[e] for e in todo]] = new
                     encoded = len(todo)
-                    cache.put_many([(keys[t], v) for t, v in zip(todo, new, strict=True)])
-                cache.close()
-            self.vectors = vecs
-            self.row_by_text = {t: i for i, t in enumerate(texts)}
-        else:
-            self.row_by_text = {}
+                    store.put_many([(keys[e], v) for e, v in zip(todo, new, strict=True)])
+                store.close()
+            text_row[-1] = len(embed_rows)  # part id -1 -> the zero row
+            rows = text_row[part_ids]
+            weights = np.where(self.is_node[:, None], [[1.0, W_TYPE, 1.0, 0.0]], [FACT_WEIGHTS]).astype(np.float32)
+            vecs = np.zeros((n, embedder.dim), dtype=np.float32)
+            for k in range(width):
+                vecs += weights[:, k, None] * tv[rows[:, k]]
+            norms = np.linalg.norm(vecs, axis=1)
+            scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 1e-12)
+            # cosine(query, document) = sum of weight * cosine(query, part) / |document vector|: with fewer
+            # distinct texts than documents (the usual case: subjects and predicates repeat) only the texts
+            # are compared with the query. Matrices are stored (dim, rows): `query @ matrix` is one
+            # row-major pass, several times faster than `matrix @ query` with some BLAS builds.
+            self.part_rows = rows.astype(np.int32)
+            self.part_weights = (weights * scale[:, None]).astype(np.float32)
+            self.text_vectors = np.ascontiguousarray(tv.T)
+            if len(tv) > n:
+                self.vectors = np.ascontiguousarray((vecs * scale[:, None]).T)
+            self.row_by_text = embed_rows
         t3 = time.perf_counter()
-        self.stats = {
-            "documents": len(docs),
+        self.stats: dict[str, Any] = {
+            "documents": n,
+            "texts": len(self.row_by_text),
             "encoded": encoded,
             "vectors_from_disk": from_disk,
             "vectors_reused": reused,
@@ -201,7 +330,6 @@ class SearchIndex:
             "seconds_lexical": round(t2 - t1, 4),
             "seconds_vectors": round(t3 - t2, 4),
         }
-        self._valid_cache: dict[str | None, Any] = {}
 
     # ----------------------------------------------------------------------------------------------------
     def valid_mask(self, as_of: str | None) -> Any:
@@ -234,6 +362,15 @@ class SearchIndex:
             self._by_subject = out
         return self._by_subject
 
+    def subject_docs(self) -> dict[str, list[int]]:
+        if self._subject_docs is None:
+            out: dict[str, list[int]] = {}
+            for i, d in enumerate(self.docs):
+                if d.fact is not None:
+                    out.setdefault(str(d.fact["s"]), []).append(i)
+            self._subject_docs = out
+        return self._subject_docs
+
     def is_entity(self, name: Any) -> bool:
         return isinstance(name, str) and (bool(self.nodes.get(name)) or name in self.by_subject())
 
@@ -245,61 +382,149 @@ class SearchIndex:
         mask = self.valid_mask(as_of)
         feats = Features()
         qterms = T.terms(query)
-        lex_order: list[int] = []
+        lex_top = np.zeros(0, dtype=np.int64)
         if qterms and n:
             lex = self.bm25.scores(qterms)
             if mask is not None:
-                lex = np.where(mask, lex, 0.0)
+                lex[~mask] = 0.0
             hits = np.flatnonzero(lex > 0)
             feats.lexical_hits = int(hits.size)
-            if hits.size:
-                top = hits[np.argsort(-lex[hits], kind="stable")[:depth]]
-                lex_order = top.tolist()
-                feats.coverage = max(self.bm25.coverage(qterms, self.doc_terms[i]) for i in lex_order[:5])
-        sem_order: list[int] = []
-        semantic = self.embedder is not None and self.vectors is not None
+            if hits.size > depth:
+                hits = hits[np.argpartition(-lex[hits], depth - 1)[:depth]]
+            lex_top = hits[np.lexsort((hits, -lex[hits]))]
+        sem_top = np.zeros(0, dtype=np.int64)
+        semantic = self.embedder is not None and self.text_vectors is not None
         if semantic and n and query.strip():
             qv = self.embedder.encode([T.embed_text(query)])[0]  # type: ignore[union-attr]
             if float(np.abs(qv).sum()) > 0:
-                cos = self.vectors @ qv  # type: ignore[operator]
+                with _one_blas_thread():
+                    if self.vectors is not None:
+                        cos = qv @ self.vectors
+                    else:
+                        tcos = qv @ self.text_vectors  # type: ignore[operator]
+                        cos = np.einsum("ij,ij->i", tcos[self.part_rows], self.part_weights)
                 if mask is not None:
-                    cos = np.where(mask, cos, -1.0)
+                    cos[~mask] = -1.0
                 kk = min(depth, n)
-                part = np.argpartition(-cos, kk - 1)[:kk] if kk < n else np.arange(n)
-                part = part[np.argsort(-cos[part], kind="stable")]
-                part = part[cos[part] > 0]
-                sem_order = part.tolist()
-                if sem_order:
-                    best = float(cos[sem_order[0]])
-                    pool = cos if mask is None else cos[mask]
-                    mean, std = float(pool.mean()), float(pool.std())
-                    feats.cosine = best
-                    feats.cosine_z = (best - mean) / std if std > 1e-9 else 0.0
-        scores: dict[int, float] = {}
-        signals: dict[int, list[str]] = {}
-        top_possible = (W_LEXICAL if lex_order else 0.0) + (W_SEMANTIC if sem_order else 0.0)
-        norm = (RRF_K + 1) / top_possible if top_possible else 1.0
-        for name, weight, order in (("lexical", W_LEXICAL, lex_order), ("semantic", W_SEMANTIC, sem_order)):
-            for r, i in enumerate(order):
-                scores[i] = scores.get(i, 0.0) + weight / (RRF_K + r + 1) * norm
-                signals.setdefault(i, []).append(name)
-        order = sorted(scores, key=lambda i: (-scores[i], i))
+                top = np.argpartition(-cos, kk - 1)[:kk] if kk < n else np.arange(n)
+                top = top[np.lexsort((top, -cos[top]))]
+                sem_top = top[cos[top] > 0]
+                if sem_top.size:
+                    feats.cosine = float(cos[sem_top[0]])
+        # reciprocal rank fusion, scaled so that a document first in every list is near 1
+        fused = np.zeros(n, dtype=np.float64)
+        top_possible = (W_LEXICAL if lex_top.size else 0.0) + (W_SEMANTIC if sem_top.size else 0.0)
+        norm = (RRF_K + 1) / top_possible / (1.0 + PROPAGATE) if top_possible else 1.0
+        for weight, top in ((W_LEXICAL, lex_top), (W_SEMANTIC, sem_top)):
+            if top.size:
+                fused[top] += weight * norm / (RRF_K + 1.0 + np.arange(top.size))
+        candidates = np.union1d(lex_top, sem_top)
+        lifted_by: dict[int, int] = {}
+        if PROPAGATE and candidates.size:
+            cand_nodes = candidates[self.is_node[candidates]]
+            if cand_nodes.size:
+                best = cand_nodes[np.argsort(-fused[cand_nodes], kind="stable")[:PROPAGATE_NODES]]
+                node_score = {int(i): float(fused[i]) for i in best}
+                subject_docs = self.subject_docs()
+                extra: list[int] = []
+                for i, score in node_score.items():
+                    targets = subject_docs.get(self.docs[i].name or "")
+                    if not targets:
+                        continue
+                    tg = np.asarray(targets, dtype=np.int64)
+                    own = fused[tg]
+                    fused[tg] = np.maximum(own, np.minimum(own + PROPAGATE * score, score))
+                    for j in targets:
+                        lifted_by.setdefault(j, i)
+                    extra.extend(targets)
+                if extra:
+                    if mask is not None:
+                        extra = [j for j in extra if mask[j]]
+                    candidates = np.union1d(candidates, np.asarray(extra, dtype=np.int64))
+        order = candidates[np.lexsort((candidates, -fused[candidates]))].tolist() if candidates.size else []
+        signals = Signals(set(lex_top.tolist()), set(sem_top.tolist()), lifted_by)
+        if order:
+            self._evidence(query, order[:EVIDENCE_DOCS], feats)
         relevant = bool(order) and is_relevant(feats, semantic)
-        return Ranking(order, scores, signals, feats, relevant, lex_order, sem_order)
+        return Ranking(order, fused, signals, feats, relevant, lex_top.tolist(), sem_top.tolist())
+
+    # ----------------------------------------------------------------------------------------------------
+    def _word_vectors(self, surfaces: list[str]) -> tuple[Any, Any]:
+        """Unit vectors and informativeness (raw vector length) of single words, cached per index."""
+        import numpy as np
+
+        cache = self._words
+        todo = [w for w in dict.fromkeys(surfaces) if w not in cache]
+        if todo:
+            vecs, norms = self.embedder.encode_with_norms(todo)  # type: ignore[union-attr]
+            if len(cache) > 200_000:
+                cache.clear()
+            for w, v, nrm in zip(todo, vecs, norms, strict=True):
+                cache[w] = (v, float(nrm))
+        return (
+            np.stack([cache[w][0] for w in surfaces]),
+            np.array([cache[w][1] for w in surfaces], dtype=np.float32),
+        )
+
+    def _context(self, i: int) -> tuple[set[str], list[str]]:
+        """A document's terms and surface words, with those of its subject node's sentence."""
+        d = self.docs[i]
+        parts = list(d.parts)
+        if d.fact is not None:
+            j = self.node_doc.get(str(d.fact["s"]))
+            if j is not None:
+                parts.extend(self.docs[j].parts)
+        found = [u for t in parts if t for u in self.cache.units_of(t)]
+        return {t for t, _ in found}, list(dict.fromkeys(w for _, w in found))
+
+    def _evidence(self, query: str, top: list[int], feats: Features) -> None:
+        """Fill `coverage` and `soft_coverage`: how well one of the `top` documents covers the query."""
+        import numpy as np
+
+        qunits: dict[str, str] = {}
+        for t, w in T.units(query):
+            qunits.setdefault(t, w)
+        if not qunits:
+            return
+        qterms = list(qunits)
+        idf = np.array([self.bm25.idf(t) for t in qterms], dtype=np.float32)
+        semantic = self.embedder is not None
+        if semantic:
+            qvec, qnorm = self._word_vectors([qunits[t] for t in qterms])
+            known = qnorm > 0
+            weight = np.where(known, qnorm, float(qnorm[known].mean()) if known.any() else 1.0)
+            # only words get near matches; a character n-gram of Japanese text must match exactly
+            wordlike = np.array([T.is_word(qunits[t]) for t in qterms], dtype=bool)
+            mu, sigma = self.embedder.similarity_baseline()  # type: ignore[union-attr]
+            lo, hi = mu + SOFT_LOW * sigma, mu + SOFT_HIGH * sigma
+        best_cov = best_soft = 0.0
+        for i in top:
+            terms, surfaces = self._context(i)
+            exact = np.array([t in terms for t in qterms], dtype=bool)
+            best_cov = max(best_cov, float((idf * exact).sum() / idf.sum()) if idf.sum() > 0 else 0.0)
+            if semantic:
+                match = exact.astype(np.float32)
+                if not exact.all() and surfaces:
+                    dvec, _ = self._word_vectors(surfaces)
+                    sims = (qvec @ dvec.T).max(axis=1)
+                    soft = np.clip((sims - lo) / (hi - lo), 0.0, 1.0) * wordlike
+                    match = np.maximum(match, soft)
+                best_soft = max(best_soft, float((weight * match).sum() / weight.sum()))
+        feats.coverage = best_cov
+        feats.soft_coverage = best_soft
 
 
 def prop_matches(actual: Any, expected: Any) -> bool:
-    """Exact property match; a string `expected` (from the command line) also matches the value's text,
-    and an element of a list-valued property matches."""
-    if actual == expected and type(actual) is type(expected):
-        return True
-    if isinstance(actual, (list, tuple, set)):
+    """Exact property match. Values of different types match when they read the same (`"2024-05-01"`
+    and a date, `"true"` and True: the command line gives text); an element of a list-valued property
+    matches."""
+    if isinstance(actual, (list, tuple, set)) and not isinstance(expected, (list, tuple, set)):
         return any(prop_matches(a, expected) for a in actual)
-    if isinstance(expected, str) and not isinstance(actual, str) and actual is not None:
-        return T.value_text(actual, 10_000) == expected
-    if isinstance(actual, bool) or isinstance(expected, bool):
+    if actual == expected and isinstance(actual, bool) == isinstance(expected, bool):
+        return True
+    if actual is None or expected is None:
         return False
-    return actual == expected
+    return T.value_text(actual, 10_000) == T.value_text(expected, 10_000)
 
 
 def where_matches(where: Mapping[str, Any], name: str, props: Mapping[str, Any]) -> bool:

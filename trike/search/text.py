@@ -48,8 +48,20 @@ def value_text(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
+_humanized: dict[str, str] = {}
+
+
 def humanize(name: str) -> str:
     """`works_for` / `worksFor` / `works-for` -> `works for` (other text is left as it is)."""
+    got = _humanized.get(name)
+    if got is None:
+        got = _humanize(name)
+        if len(name) < 64 and len(_humanized) < 100_000:
+            _humanized[name] = got
+    return got
+
+
+def _humanize(name: str) -> str:
     text = name.replace("_", " ")
     if re.fullmatch(r"[A-Za-z0-9 ]+", text):
         text = _CAMEL.sub(" ", text).replace("-", " ")
@@ -62,13 +74,25 @@ def aliases(props: Mapping[str, Any] | None) -> list[str]:
     if not props:
         return out
     for key, value in props.items():
-        if key == "type" or not _ALIAS_KEY.match(str(key)):
+        if key == "type" or not _is_alias_key(key):
             continue
         values = value if isinstance(value, (list, tuple)) else [value]
         for v in values:
             if isinstance(v, str) and v.strip() and v not in out:
                 out.append(" ".join(v.split()))
     return out
+
+
+_alias_keys: dict[Any, bool] = {}
+
+
+def _is_alias_key(key: Any) -> bool:
+    got = _alias_keys.get(key)
+    if got is None:
+        got = bool(_ALIAS_KEY.match(str(key)))
+        if len(_alias_keys) < 10_000:
+            _alias_keys[key] = got
+    return got
 
 
 def node_label(name: str, props: Mapping[str, Any] | None) -> str:
@@ -81,25 +105,67 @@ def _cut(text: str, limit: int = MAX_SENTENCE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def fact_sentence(
+def predicate_label(p: str, pred: Mapping[str, Any] | None) -> str:
+    """The predicate's `label`, else its name as words (`OWNED_BY` -> `owned by`)."""
+    label = (pred or {}).get("label")
+    if isinstance(label, str) and label.strip():
+        return label.strip()
+    words = humanize(str(p))
+    return words.lower() if words.isupper() else words
+
+
+def fact_parts(
     fact: Mapping[str, Any],
     nodes: Mapping[str, Mapping[str, Any]],
     predicates: Mapping[str, Mapping[str, Any]],
-) -> str:
-    """`S (alias) <predicate> O (alias) [description]; prov: ...; from ...; until ...`."""
-    s, p, o = fact["s"], fact["p"], fact["o"]
-    pred = predicates.get(p) or {}
-    plabel = pred.get("label") if isinstance(pred.get("label"), str) else None
-    verb = plabel or humanize(str(p))
-    subject = node_label(str(s), nodes.get(str(s)))
-    if isinstance(o, str):
-        obj = node_label(value_text(o, 300), nodes.get(o))
-    else:
-        obj = value_text(o, 300)
-    text = f"{subject} {verb} {obj}"
-    desc = pred.get("description")
-    if isinstance(desc, str) and desc.strip():
-        text += f" [{value_text(desc, MAX_DESCRIPTION_CHARS)}]"
+) -> tuple[str, str, str, str]:
+    """The four parts of a fact's sentence: subject, predicate (with its description), object, attributes."""
+    return Renderer(nodes, predicates, {}).fact_parts(fact)
+
+
+class Renderer:
+    """`fact_parts` / `node_parts` for one graph, remembering each node's label and predicate's phrase."""
+
+    def __init__(
+        self,
+        nodes: Mapping[str, Mapping[str, Any]],
+        predicates: Mapping[str, Mapping[str, Any]],
+        classes: Mapping[str, Mapping[str, Any]],
+    ) -> None:
+        self.nodes = nodes
+        self.predicates = predicates
+        self.classes = classes
+        self._labels: dict[str, str] = {}
+        self._verbs: dict[str, str] = {}
+
+    def label(self, name: str) -> str:
+        got = self._labels.get(name)
+        if got is None:
+            got = self._labels[name] = node_label(value_text(name, 300), self.nodes.get(name))
+        return got
+
+    def fact_parts(self, fact: Mapping[str, Any]) -> tuple[str, str, str, str]:
+        p = fact["p"]
+        verb = self._verbs.get(p)
+        if verb is None:
+            pred = self.predicates.get(p) or {}
+            verb = predicate_label(str(p), pred)
+            desc = pred.get("description")
+            if isinstance(desc, str) and desc.strip():
+                verb += f" [{value_text(desc, MAX_DESCRIPTION_CHARS)}]"
+            self._verbs[p] = verb
+        o = fact["o"]
+        obj = self.label(o) if isinstance(o, str) else value_text(o, 300)
+        if len(fact) == 3:
+            return self.label(str(fact["s"])), verb, obj, ""
+        return self.label(str(fact["s"])), verb, obj, attributes_text(fact)
+
+    def node_parts(self, name: str, props: Mapping[str, Any]) -> tuple[str, str, str]:
+        return node_parts(name, props, self.classes)
+
+
+def attributes_text(fact: Mapping[str, Any]) -> str:
+    """`prov: ...; confidence: ...; from ...; until ...` (the attributes of a fact, in a fixed order)."""
     attrs = [k for k in _ATTR_ORDER if k in fact] + [
         k for k in fact if k not in ("s", "p", "o") and k not in _ATTR_ORDER
     ]
@@ -114,33 +180,62 @@ def fact_sentence(
             parts.append(f"until {value_text(value)}")
         else:
             parts.append(f"{humanize(str(key))}: {value_text(value)}")
-    if parts:
-        text += "; " + "; ".join(parts)
+    return "; ".join(parts)
+
+
+def fact_sentence(
+    fact: Mapping[str, Any],
+    nodes: Mapping[str, Mapping[str, Any]],
+    predicates: Mapping[str, Mapping[str, Any]],
+) -> str:
+    """`S (alias) <predicate> [description] O (alias); prov: ...; from ...; until ...`."""
+    return sentence_of_parts(fact_parts(fact, nodes, predicates))
+
+
+def sentence_of_parts(parts: tuple[str, str, str, str]) -> str:
+    subject, verb, obj, attrs = parts
+    text = f"{subject} {verb} {obj}"
+    if attrs:
+        text += "; " + attrs
     return _cut(text)
 
 
-def node_sentence(name: str, props: Mapping[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> str:
-    """`Name (alias): Type. key: value; key: value`."""
-    text = node_label(name, props)
+def node_parts(name: str, props: Mapping[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> tuple[str, str, str]:
+    """The three parts of a node's sentence: its name with aliases, its type(s), its other properties."""
+    label = node_label(name, props)
     typ = props.get("type")
+    type_text = ""
     if typ:
         types = typ if isinstance(typ, (list, tuple)) else [typ]
         names = []
         for t in types:
             cls = classes.get(str(t)) or {}
-            label = cls.get("label") if isinstance(cls.get("label"), str) else None
-            names.append(label or humanize(str(t)))
-        text += ": " + ", ".join(names) + "."
+            clabel = cls.get("label") if isinstance(cls.get("label"), str) else None
+            names.append(clabel or humanize(str(t)))
+        type_text = ", ".join(names)
     alias_set = set(aliases(props))
     parts = []
     for key, value in props.items():
         if key == "type" or value is None or value == "":
             continue
-        if _ALIAS_KEY.match(str(key)) and isinstance(value, str) and value in alias_set:
+        if isinstance(value, str) and value in alias_set and _is_alias_key(key):
             continue  # already shown next to the name
         parts.append(f"{humanize(str(key))}: {value_text(value)}")
-    if parts:
-        text += " " + "; ".join(parts)
+    return label, type_text, "; ".join(parts)
+
+
+def node_sentence(name: str, props: Mapping[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> str:
+    """`Name (alias): Type. key: value; key: value`."""
+    return node_sentence_of_parts(node_parts(name, props, classes))
+
+
+def node_sentence_of_parts(parts: tuple[str, str, str]) -> str:
+    label, type_text, rest = parts
+    text = label
+    if type_text:
+        text += ": " + type_text + "."
+    if rest:
+        text += " " + rest
     return _cut(text)
 
 
@@ -188,6 +283,11 @@ def _script(ch: str) -> str:
     return "han" if 0x20000 <= o <= 0x2FFFF else "w"
 
 
+def is_word(surface: str) -> bool:
+    """True for a word of a spaced script (not a character n-gram of Japanese, Chinese, Thai...)."""
+    return bool(surface) and _script(surface[0]) == "w"
+
+
 def stem(word: str) -> str:
     """A light English stemmer: plural and verb endings (`pipelines`->`pipelin`, `loaded`->`load`)."""
     if len(word) <= 3 or not word.isascii() or not word.isalpha():
@@ -209,27 +309,51 @@ def stem(word: str) -> str:
     return word
 
 
-def _ngrams(run: str, out: list[str]) -> None:
+def _ngrams(run: str, out: list[tuple[str, str]]) -> None:
     if len(run) == 1:
-        out.append(run)
+        out.append((run, run))
     else:
-        out.extend(run[i : i + 2] for i in range(len(run) - 1))
+        out.extend((run[i : i + 2], run[i : i + 2]) for i in range(len(run) - 1))
 
 
-def _word_terms(word: str, out: list[str]) -> None:
+_word_memo: dict[str, list[tuple[str, str]]] = {}
+
+
+def _word_terms(word: str, out: list[tuple[str, str]]) -> None:
+    got = _word_memo.get(word)
+    if got is None:
+        got = []
+        _word_terms_uncached(word, got)
+        if len(_word_memo) > 500_000:
+            _word_memo.clear()
+        _word_memo[word] = got
+    out.extend(got)
+
+
+def _word_terms_uncached(word: str, out: list[tuple[str, str]]) -> None:
     parts = _CAMEL.sub(" ", word).split() if not word.islower() else [word]
     for part in parts:
         low = part.lower()
         if low not in _STOP_EN:
-            out.append(stem(low))
-    if len(parts) > 1:
-        out.append(word.lower())  # the compound too: `customerOrders` -> customer, order, customerorders
+            out.append((stem(low), low))
+    if len(parts) > 1:  # the compound too: `customerOrders` -> customer, order, customerorders
+        out.append((word.lower(), " ".join(parts).lower()))
 
 
-def terms(text: str) -> list[str]:
-    """Lexical terms of `text`: stemmed lower-case words without stop words; runs of Japanese (or other
-    space-less) text cut at script changes into character bigrams (single characters stay unigrams)."""
-    out: list[str] = []
+_ASCII_RUN = re.compile(r"[A-Za-z0-9]+")
+
+
+def units(text: str) -> list[tuple[str, str]]:
+    """Lexical terms of `text` with the surface text each comes from (see `terms`)."""
+    out: list[tuple[str, str]] = []
+    if text.isascii():  # fast path (ASCII is already NFKC)
+        for run in _ASCII_RUN.findall(text):
+            got = _word_memo.get(run)
+            if got is None:
+                _word_terms(run, out)
+            else:
+                out.extend(got)
+        return out
     text = unicodedata.normalize("NFKC", text)
     for m in _WORD_RUN.finditer(text):
         run = m.group()
@@ -257,6 +381,12 @@ def terms(text: str) -> list[str]:
             else:
                 _ngrams(piece.lower(), out)
     return out
+
+
+def terms(text: str) -> list[str]:
+    """Lexical terms of `text`: stemmed lower-case words without stop words; runs of Japanese (or other
+    space-less) text cut at script changes into character bigrams (single characters stay unigrams)."""
+    return [t for t, _ in units(text)]
 
 
 def unique(items: Iterable[str]) -> list[str]:

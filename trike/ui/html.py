@@ -28,6 +28,7 @@ MAX_VIEW = 3000  # nodes drawn at most at once; bigger graphs show their best co
 _HASH_RE = re.compile(rb'<meta name="trike-content-hash" content="([^"]*)"')
 _PART_RE = re.compile(r"<!--@([A-Z]+)-->")
 _SCRIPT_END = re.compile(r"</(script)", re.IGNORECASE)
+_SPO = frozenset(("s", "p", "o"))
 
 
 @functools.cache
@@ -114,6 +115,7 @@ def build_payload(db: Any, *, title: str | None = None, max_view: int = MAX_VIEW
 
     ``facts[k] = [s, p, o]`` or ``[s, p, o, attrs]``, where ``s`` indexes ``names``, ``p`` indexes
     ``preds`` and ``o`` is a name index, or ``{"v": value, "t": xsd type}`` for a literal.
+    Values are the graph's own (dates included): the page serialises them with ``_json_for_script``.
     """
     nodes = db.nodes()
     facts = db.facts()
@@ -149,13 +151,12 @@ def build_payload(db: Any, *, title: str | None = None, max_view: int = MAX_VIEW
         if isinstance(o, str) and p not in literal_preds and o in index:
             oenc: Any = index[o]
         else:
-            oenc = {"v": _plain(o), "t": _kind(o)}
+            oenc = {"v": o, "t": _kind(o)}
         row = [index[f["s"]], pindex[p], oenc]
-        attrs = {k: _plain(v) for k, v in f.items() if k not in ("s", "p", "o")}
-        if attrs:
-            row.append(attrs)
+        if len(f) > 3:
+            row.append({k: v for k, v in f.items() if k not in _SPO})
         rows.append(row)
-    props = {str(i): _plain(nodes[n]) for i, n in enumerate(names) if nodes.get(n)}
+    props = {str(i): nodes[n] for i, n in enumerate(names) if nodes.get(n)}
     path = getattr(db, "path", None)
     source = Path(path).name if path else None
     if title is None:
@@ -176,8 +177,19 @@ def build_payload(db: Any, *, title: str | None = None, max_view: int = MAX_VIEW
     }
 
 
+def _default(v: Any) -> Any:
+    if isinstance(v, (_dt.date, _dt.datetime)):
+        return v.isoformat()
+    if isinstance(v, (set, frozenset)):
+        return sorted(v, key=str)
+    return str(v)
+
+
 def _json_for_script(data: Any) -> str:
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_default)
+    except (ValueError, TypeError):  # NaN or infinity, or keys JSON cannot hold
+        text = json.dumps(_plain(data), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     # inside <script> nothing may look like a closing tag or a comment opener
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 

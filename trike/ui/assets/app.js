@@ -120,7 +120,7 @@
 
   // ---------- state ----------
   const state = { selected: -1, typeFilter: "", predFilter: -1, hops: "all", hits: new Set(), sparqlHits: new Set(), focus: new Set() };
-  let view = { nodes: [], links: [], truncated: false, total: 0 };
+  let view = { nodes: [], ids: new Set(), links: [], truncated: false, total: 0 };
   const gnodes = new Array(N); // force-graph node objects, kept so positions survive view changes
   const gnode = (i) => gnodes[i] || (gnodes[i] = { id: i });
   const glinks = new Map(); // fact index -> link object
@@ -189,7 +189,7 @@
       pair.set(key, n + 1);
       l.curve = f[0] === f[2] ? 0.6 + 0.2 * n : n === 0 ? 0 : (n % 2 ? 1 : -1) * 0.25 * Math.ceil(n / 2);
     }
-    view = { nodes: [...keep].map(gnode), links: links, truncated: keep.size < total, total: total };
+    view = { nodes: [...keep].map(gnode), ids: keep, links: links, truncated: keep.size < total, total: total };
     return view;
   }
 
@@ -206,6 +206,7 @@
   let fg = null;
   let bounds = null;
   let userMoved = false;
+  let ticks = 0;
   const radius = (i) => 2.5 + Math.min(9, Math.sqrt(degree[i]) * 1.3);
   const small = () => view.nodes.length <= SMALL;
   const adjacent = (l) => state.selected >= 0 && (l.source.id === state.selected || l.target.id === state.selected);
@@ -213,7 +214,8 @@
   const anyHighlight = () => state.hits.size > 0 || state.sparqlHits.size > 0;
 
   function showLabel(i, scale, r) {
-    if (i === state.selected || highlighted(i) || (state.selected >= 0 && state.focus.has(i))) return true;
+    if (i === state.selected || (state.selected >= 0 && state.focus.has(i) && state.focus.size <= 80)) return true;
+    if (highlighted(i) && state.hits.size + state.sparqlHits.size <= 40) return true;
     if (small()) return true;
     return scale * r >= 9 || scale >= 2.2;
   }
@@ -221,7 +223,7 @@
     const i = node.id;
     const r = radius(i);
     let alpha = 1;
-    if (state.selected >= 0 && !state.focus.has(i)) alpha = 0.18;
+    if (state.selected >= 0 && !state.focus.has(i)) alpha = small() ? 0.3 : 0.18;
     else if (anyHighlight() && !highlighted(i) && !state.focus.has(i)) alpha = 0.3;
     ctx.globalAlpha = alpha;
     ctx.beginPath();
@@ -235,7 +237,7 @@
       ctx.arc(node.x, node.y, r + 2.5 / scale, 0, 2 * Math.PI);
       ctx.stroke();
     }
-    if (alpha >= 0.3 && showLabel(i, scale, r)) {
+    if ((alpha >= 0.3 || small()) && showLabel(i, scale, r)) {
       if (bounds && (node.x < bounds.x0 || node.x > bounds.x1 || node.y < bounds.y0 || node.y > bounds.y1)) { ctx.globalAlpha = 1; return; }
       const size = 12 / scale;
       ctx.font = (i === state.selected ? "600 " : "") + size + "px system-ui, sans-serif";
@@ -251,9 +253,11 @@
     ctx.globalAlpha = 1;
   }
   function drawLinkLabel(link, ctx, scale) {
-    if (!(adjacent(link) || (small() && scale >= 1.2))) return;
+    if (!(adjacent(link) || (state.selected < 0 && small() && scale >= 2.5))) return;
     const s = link.source, t = link.target;
     if (s.x === undefined || s === t) return;
+    const dx = (t.x - s.x) * scale, dy = (t.y - s.y) * scale;
+    if (dx * dx + dy * dy < 3600) return; // shorter than 60 px on screen: no room for a label
     const x = (s.x + t.x) / 2, y = (s.y + t.y) / 2;
     if (bounds && (x < bounds.x0 || x > bounds.x1 || y < bounds.y0 || y > bounds.y1)) return;
     ctx.font = 10 / scale + "px system-ui, sans-serif";
@@ -296,6 +300,10 @@
       })
       .onNodeClick((n) => select(n.id, { center: false }))
       .onBackgroundClick(() => { if (state.selected >= 0 && state.hops === "all") clearSelection(); })
+      .onEngineTick(() => {
+        ticks++;
+        if (ticks === 25 && !userMoved) fitView(0);
+      })
       .onEngineStop(() => {
         if (!userMoved) fitView(400);
         if (window.trikeUI) window.trikeUI.layoutStops++;
@@ -305,16 +313,34 @@
       .d3AlphaDecay(0.03)
       .d3VelocityDecay(0.35)
       .warmupTicks(0);
-    fg.d3Force("charge").strength((n) => -30 - 4 * Math.sqrt(degree[n.id])).distanceMax(600);
-    fg.d3Force("link").distance(30);
+    // a weak pull to the middle keeps unconnected parts of the graph in sight
+    let gNodes = [];
+    const gravity = (alpha) => {
+      for (const n of gNodes) { n.vx -= n.x * 0.04 * alpha; n.vy -= n.y * 0.04 * alpha; }
+    };
+    gravity.initialize = (nodes) => { gNodes = nodes; };
+    fg.d3Force("gravity", gravity);
+    tuneForces(0);
     new ResizeObserver(() => fg.width(host.clientWidth).height(host.clientHeight)).observe(host);
     host.addEventListener("pointerdown", () => { userMoved = true; });
     host.addEventListener("wheel", () => { userMoved = true; }, { passive: true });
   }
+  // small views get room for labels; big ones stay compact so that the overview fits
+  function tuneForces(count) {
+    const roomy = count <= SMALL;
+    fg.d3Force("charge").strength((n) => (roomy ? -260 : -30) - 4 * Math.sqrt(degree[n.id])).distanceMax(roomy ? 1000 : 600);
+    fg.d3Force("link").distance(roomy ? 70 : 30);
+  }
   function fitView(ms) {
     if (!fg || !view.nodes.length) return;
-    if (view.nodes.length === 1) { fg.centerAt(view.nodes[0].x, view.nodes[0].y, ms); fg.zoom(3, ms); return; }
-    fg.zoomToFit(ms, 40);
+    const box = fg.getGraphBbox();
+    if (!box) return;
+    const pad = 60;
+    const w = Math.max(1, fg.width() - 2 * pad), h = Math.max(1, fg.height() - 2 * pad);
+    const bw = Math.max(1, box.x[1] - box.x[0]), bh = Math.max(1, box.y[1] - box.y[0]);
+    const k = Math.max(0.02, Math.min(2.5, w / bw, h / bh));
+    fg.centerAt((box.x[0] + box.x[1]) / 2, (box.y[0] + box.y[1]) / 2, ms);
+    fg.zoom(k, ms);
   }
   function refreshGraph() {
     if (!fg) return;
@@ -324,6 +350,11 @@
   function setView(reheat) {
     computeView();
     if (!fg) return;
+    tuneForces(view.nodes.length);
+    // small views are laid out before their first frame; big ones settle on screen (the page stays usable)
+    const n = view.nodes.length;
+    fg.warmupTicks(n <= 300 ? 60 : n <= 1000 ? 20 : 0).cooldownTicks(n <= 300 ? 160 : 300);
+    ticks = 0;
     fg.graphData({ nodes: view.nodes, links: view.links });
     if (reheat) { userMoved = false; }
     renderViewInfo();
@@ -351,8 +382,8 @@
     const prev = state.selected;
     state.selected = i;
     updateFocus();
-    const inView = view.nodes.some((n) => n.id === i);
-    if (state.hops !== "all" || !inView) {
+    const inView = view.ids.has(i);
+    if (state.hops !== "all" || !inView || view.truncated) {
       if (!inView && state.hops === "all" && N > MAX_VIEW) { state.hops = "2"; $("hops").value = "2"; }
       setView(false);
     } else refreshGraph();
@@ -474,13 +505,13 @@
       HAY[i] = [norm(NAMES[i]), norm(ps), norm(fs)];
     }
   }
-  function snippet(text, term) {
-    const at = text.indexOf(term);
-    if (at < 0) return "";
-    const line0 = text.lastIndexOf("\n", at) + 1;
-    let line1 = text.indexOf("\n", at);
-    if (line1 < 0) line1 = text.length;
-    return text.slice(Math.max(line0, at - 40), Math.min(line1, at + 60)).trim();
+  // the original text (not the folded one) of the first property or fact of node i that contains term
+  function snippet(i, term, inProps) {
+    const lines = [];
+    if (inProps) { for (const [k, v] of Object.entries(propsOf(i))) lines.push(k + ": " + fmt(v)); }
+    else { for (const k of outF[i]) lines.push(factText(k)); for (const k of inF[i]) lines.push(factText(k)); }
+    for (const line of lines) if (norm(line).includes(term)) return line.length > 120 ? line.slice(0, 119) + "…" : line;
+    return "";
   }
   function search(q) {
     if (!HAY) buildHay();
@@ -495,8 +526,8 @@
         if (h[0] === t) score += 100;
         else if (h[0].startsWith(t)) score += 80;
         else if (h[0].includes(t)) score += 60;
-        else if (h[1].includes(t)) { score += 30; where = where || snippet(h[1], t); }
-        else if (h[2].includes(t)) { score += 10; where = where || snippet(h[2], t); }
+        else if (h[1].includes(t)) { score += 30; where = where || [t, true]; }
+        else if (h[2].includes(t)) { score += 10; where = where || [t, false]; }
         else { ok = false; break; }
       }
       if (ok) hits.push({ i: i, score: score + Math.min(5, Math.log2(1 + degree[i])), where: where });
@@ -504,28 +535,41 @@
     hits.sort((a, b) => b.score - a.score || NAMES[a.i].localeCompare(NAMES[b.i]));
     return hits;
   }
+  function resultItem(i, where) {
+    const types = typesOf(i);
+    const open = () => {
+      select(i);
+      if (window.matchMedia("(max-width: 760px)").matches) $("graph").parentElement.scrollIntoView({ block: "start" });
+    };
+    return el("li", null, el("button", { type: "button", "data-node": NAMES[i], onclick: open },
+      el("span", { class: "name", text: NAMES[i] }),
+      types.length ? el("span", { class: "badge" }, el("span", { class: "swatch", style: "background:" + typeColor.get(types[0]) }), types.join(", ")) : null,
+      where ? el("span", { class: "snip", text: where }) : null));
+  }
+  function renderTopNodes() {
+    const top = [];
+    for (let i = 0; i < N; i++) top.push(i);
+    top.sort((a, b) => degree[b] - degree[a] || NAMES[a].localeCompare(NAMES[b]));
+    $("results-info").textContent = N ? "Most connected nodes" : "This graph is empty.";
+    $("results").replaceChildren(...top.slice(0, 30).map((i) => resultItem(i, degree[i] + " facts")));
+  }
   let searchTimer = 0;
   function runSearch() {
     const q = $("search").value.trim();
     const list = $("results");
     list.replaceChildren();
+    list.dataset.query = q;
     if (!q) {
       state.hits = new Set();
-      $("results-info").textContent = "";
+      renderTopNodes();
       if (view.truncated) setView(false); else refreshGraph();
       return;
     }
     const hits = search(q);
     state.hits = new Set(hits.slice(0, 500).map((h) => h.i));
     $("results-info").textContent = hits.length ? hits.length.toLocaleString() + " match" + (hits.length === 1 ? "" : "es") + (hits.length > 100 ? " (first 100 listed)" : "") : "Nothing found for “" + q + "”.";
-    for (const h of hits.slice(0, 100)) {
-      const types = typesOf(h.i);
-      list.append(el("li", null, el("button", { type: "button", "data-node": NAMES[h.i], onclick: () => select(h.i) },
-        el("span", { class: "name", text: NAMES[h.i] }),
-        types.length ? el("span", { class: "badge" }, el("span", { class: "swatch", style: "background:" + typeColor.get(types[0]) }), types.join(", ")) : null,
-        h.where ? el("span", { class: "snip", text: h.where }) : null)));
-    }
-    const missing = [...state.hits].some((i) => !view.nodes.some((n) => n.id === i));
+    for (const h of hits.slice(0, 100)) list.append(resultItem(h.i, h.where ? snippet(h.i, h.where[0], h.where[1]) : ""));
+    const missing = [...state.hits].some((i) => !view.ids.has(i));
     if (missing && state.hops === "all") setView(false); else refreshGraph();
   }
   $("search").addEventListener("input", () => { clearTimeout(searchTimer); searchTimer = setTimeout(runSearch, N > 20000 ? 200 : 80); });
@@ -644,6 +688,7 @@
   const ROW_LIMIT = 1000;
   async function runSparql(q) {
     const box = $("sparql-result"), status = $("sparql-status");
+    if ($("pane-sparql").hidden) showTab("sparql");
     box.replaceChildren();
     let store;
     try { store = await ensureStore(); } catch (e) { return { error: String(e) }; }
@@ -653,7 +698,10 @@
       res = JSON.parse(store.query(q, { results_format: "json" }));
       if (Array.isArray(res)) quads = store.query(q); // CONSTRUCT / DESCRIBE answer JSON-LD: show triples
     } catch (e) {
-      const msg = String(e && e.message ? e.message : e);
+      let msg = String(e && e.message ? e.message : e);
+      if (/^\s*(PREFIX[^\n]*\n\s*)*(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|ADD|MOVE|COPY|WITH)\b/i.test(q)) {
+        msg = "This page is read-only: SPARQL UPDATE does not run here (use `trike update` on the graph file).\n" + msg;
+      }
       box.replaceChildren(el("p", { class: "error", role: "alert", text: msg }));
       status.textContent = "error";
       state.sparqlHits = new Set(); refreshGraph();
@@ -683,7 +731,7 @@
       out = { vars: vars, rows: rows.length };
     }
     state.sparqlHits = found;
-    const missing = [...found].some((i) => !view.nodes.some((n) => n.id === i));
+    const missing = [...found].some((i) => !view.ids.has(i));
     if (missing && state.hops === "all" && state.selected < 0) setView(false); else refreshGraph();
     return out;
   }
@@ -721,6 +769,7 @@
   // ---------- start ----------
   initGraph();
   renderLegend();
+  renderTopNodes();
   setView(true);
   let initial = -1;
   const m = /^#node=(.*)$/.exec(location.hash);
@@ -728,6 +777,7 @@
   const api = {
     ready: false,
     readyMs: 0,
+    scriptMs: 0,
     select: (name) => { const i = INDEX.get(name); if (i !== undefined) select(i); return i !== undefined; },
     viewNames: () => view.nodes.map((n) => NAMES[n.id]),
     viewLinks: () => view.links.length,
@@ -749,7 +799,8 @@
   requestAnimationFrame(() => requestAnimationFrame(() => {
     if (initial >= 0) select(initial);
     api.ready = true;
-    api.readyMs = performance.now() - T0;
+    api.readyMs = performance.now(); // since navigation start
+    api.scriptMs = performance.now() - T0; // in this script (parse, index, first frame)
     document.documentElement.dataset.ready = "1";
   }));
 })();
