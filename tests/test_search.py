@@ -346,4 +346,5 @@ def test_cli_rejects_bad_filters(db: TrikeDB, capsys: pytest.CaptureFixture[str]
 
     assert main(["find", str(db.path), "x", "-w", "novalue"]) == 2
     assert main(["search", str(db.path), "x", "-k", "0"]) == 2
+    assert main(["search", str(db.path), "x", "--as-of", "yesterday"]) == 2
     assert "error" in capsys.readouterr().err

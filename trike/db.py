@@ -808,14 +808,12 @@ class TrikeDB:
         """A pyoxigraph Store with the RDF projection (a fresh copy; yours to change)."""
         import pyoxigraph as ox
 
-        from .rdf import graph_ntriples
+        from .rdf import load_store
 
         with self._lock:
             g = self._read()
             store = ox.Store()
-            text = graph_ntriples(g.facts, g.nodes, self._onto.is_literal_predicate)
-            if text:
-                store.bulk_load(text.encode("utf-8"), ox.RdfFormat.N_TRIPLES)
+            load_store(store, g.facts, g.nodes, self._onto.is_literal_predicate)
             return store
 
     def to_rdflib(self):

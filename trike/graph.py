@@ -160,8 +160,13 @@ class Graph:
 
     def match(self, s: Any = None, p: Any = None, o: Any = None, attrs: dict | None = None,
               day: _dt.date | None = None) -> Iterator[tuple[Key, dict | None]]:
-        exact = [None if (x is None or _is_glob(x)) else x for x in (s, p, o)]
-        globs = [_glob(x) if _is_glob(x) else None for x in (s, p, o)]
+        # a pattern that is also an existing name is taken literally (names may contain * ? [)
+        s = _Literal(s) if _is_glob(s) and s in self._index(0) else s
+        p = _Literal(p) if _is_glob(p) and p in self._index(1) else p
+        o = _Literal(o) if _is_glob(o) and o in self._index(2) else o
+        exact = [x.value if isinstance(x, _Literal) else (None if (x is None or _is_glob(x)) else x)
+                 for x in (s, p, o)]
+        globs = [_glob(x) if (not isinstance(x, _Literal) and _is_glob(x)) else None for x in (s, p, o)]
         if globs[1] is not None and exact[0] is None and exact[2] is None:
             # a predicate glob: look up the matching predicates first
             preds = [q for q in self._index(1) if globs[1](q)]
@@ -260,6 +265,15 @@ class Graph:
                 for name in added:
                     del new[name]
         return False
+
+
+class _Literal:
+    """A name that looks like a glob pattern but is meant exactly."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str):
+        self.value = value
 
 
 class _Var:

@@ -59,11 +59,19 @@ def iri(name: str) -> str:
     return out
 
 
+_name_cache: dict[str, str] = {}
+
+
 def name_of(value: str) -> str:
     """The trike name of a `urn:trike:` IRI (other IRIs are returned whole)."""
-    if value.startswith(NS):
-        return unquote(value[len(NS):])
-    return value
+    try:
+        return _name_cache[value]
+    except KeyError:
+        pass
+    name = unquote(value[len(NS):]) if value.startswith(NS) else value
+    if len(_name_cache) < 500_000:
+        _name_cache[value] = name
+    return name
 
 
 def fact_iri(s: str, p: str, o: Any) -> str:
@@ -140,8 +148,9 @@ def fact_lines(s: str, p: str, o: Any, attrs: dict | None, literal: bool) -> lis
     return out
 
 
-def graph_ntriples(facts: dict, nodes: dict[str, dict], is_literal: Callable[[str], bool]) -> str:
-    """N-Triples of the whole graph."""
+def iter_ntriples(facts: dict, nodes: dict[str, dict], is_literal: Callable[[str], bool],
+                  chunk_lines: int = 50_000) -> Iterator[str]:
+    """N-Triples of the whole graph, in chunks of about `chunk_lines` lines."""
     parts: list[str] = []
     seen: set[str] = set()
     for name, props in nodes.items():
@@ -149,18 +158,54 @@ def graph_ntriples(facts: dict, nodes: dict[str, dict], is_literal: Callable[[st
         seen.add(name)
     lit_cache: dict[str, bool] = {}
     label = f"<{RDFS}label>"
+    append = parts.append
+    cache = _iri_cache
     for (s, p, o), attrs in facts.items():
         lit = lit_cache.get(p)
         if lit is None:
             lit = lit_cache[p] = is_literal(p)
-        parts.extend(fact_lines(s, p, o, attrs, lit))
+        if attrs or lit or type(o) is not str:
+            parts.extend(fact_lines(s, p, o, attrs, lit))
+        else:  # the common case, inlined
+            si = cache.get(s) or iri(s)
+            pi = cache.get(p) or iri(p)
+            oi = cache.get(o) or iri(o)
+            append(f"<{si}> <{pi}> <{oi}> .\n")
         if s not in seen:
             seen.add(s)
-            parts.append(f"<{iri(s)}> {label} {literal_nt(s)} .\n")
-        if isinstance(o, str) and not lit and o not in seen:
+            append(f"<{iri(s)}> {label} {literal_nt(s)} .\n")
+        if not lit and type(o) is str and o not in seen:
             seen.add(o)
-            parts.append(f"<{iri(o)}> {label} {literal_nt(o)} .\n")
-    return "".join(parts)
+            append(f"<{iri(o)}> {label} {literal_nt(o)} .\n")
+        if len(parts) >= chunk_lines:
+            yield "".join(parts)
+            parts.clear()
+    if parts:
+        yield "".join(parts)
+
+
+def graph_ntriples(facts: dict, nodes: dict[str, dict], is_literal: Callable[[str], bool]) -> str:
+    """N-Triples of the whole graph."""
+    return "".join(iter_ntriples(facts, nodes, is_literal))
+
+
+def load_store(store: Any, facts: dict, nodes: dict[str, dict], is_literal: Callable[[str], bool]) -> None:
+    """Bulk-load the graph into an Oxigraph store. Large graphs are spooled through a temporary file
+    in chunks, so the whole N-Triples text is never held in memory twice."""
+    import tempfile
+
+    import pyoxigraph as ox
+
+    if len(facts) < 200_000:
+        text = graph_ntriples(facts, nodes, is_literal)
+        if text:
+            store.bulk_load(text.encode("utf-8"), ox.RdfFormat.N_TRIPLES)
+        return
+    with tempfile.TemporaryFile() as fh:
+        for chunk in iter_ntriples(facts, nodes, is_literal):
+            fh.write(chunk.encode("utf-8"))
+        fh.seek(0)
+        store.bulk_load(fh, ox.RdfFormat.N_TRIPLES)
 
 
 # ---------------------------------------------------------------------------------- Oxigraph
@@ -174,9 +219,7 @@ class Projection:
         self._ox = ox
         self.is_literal = is_literal
         self.store = ox.Store()
-        text = graph_ntriples(facts, nodes, is_literal)
-        if text:
-            self.store.bulk_load(text.encode("utf-8"), ox.RdfFormat.N_TRIPLES)
+        load_store(self.store, facts, nodes, is_literal)
 
     def _quads(self, lines: list[str]) -> list:
         ox = self._ox
@@ -223,7 +266,7 @@ def term_value(term: Any) -> Any:
 
     if term is None:
         return None
-    if isinstance(term, ox.NamedNode):
+    if type(term) is ox.NamedNode:
         return name_of(term.value)
     if isinstance(term, ox.BlankNode):
         return "_:" + term.value
@@ -256,7 +299,12 @@ def convert_results(res: Any) -> Any:
         return bool(res)
     if isinstance(res, ox.QuerySolutions):
         names = [v.value for v in res.variables]
-        return [{n: term_value(sol[n]) for n in names} for sol in res]
+        conv = term_value
+        if len(names) == 1:
+            (n,) = names
+            return [{n: conv(sol[0])} for sol in res]
+        idx = list(enumerate(names))
+        return [{n: conv(sol[i]) for i, n in idx} for sol in res]
     if isinstance(res, ox.QueryTriples):
         return [{"s": term_value(t.subject), "p": term_value(t.predicate), "o": term_value(t.object)}
                 for t in res]

@@ -241,16 +241,26 @@ def _refuse_new_violations(db: Any, old: Any, new: Any, name: str) -> None:
 
 # =============================================================================================== infer
 
+def current_ontology(db: Any) -> Any:
+    """The graph's ontology (synced with the file) as an `Ontology` object."""
+    from .ontology import Ontology
+
+    d = db.ontology()
+    raw: dict = {"classes": d.get("classes") or {}}
+    if d.get("enforced"):
+        raw["predicates"] = d.get("predicates") or {}
+    return Ontology(raw)
+
+
 class _Model:
     """The premises and axioms of one inference run, and the mapping back to trike names."""
 
     def __init__(self, db: Any):
         from .graph import valid_at
-        from .ontology import Ontology, is_datatype
+        from .ontology import is_datatype
 
         self.db = db
-        raw = db._onto_raw if isinstance(db._onto_raw, dict) else None
-        self.onto = Ontology(raw)
+        self.onto = current_ontology(db)
         self.is_datatype = is_datatype
         today = _dt.date.today()
         self.all_facts: dict[tuple, dict | None] = {}
@@ -423,7 +433,7 @@ def _semantics(owlrl: Any) -> Any:
     """owlrl's OWL 2 RL rule set without the equality (eq-*) rules. They only act on owl:sameAs, which
     the axioms trike emits can never produce (no functional or inverse-functional properties, keys or
     max-cardinality restrictions: `functional` is the gate's job); without them owlrl skips writing
-    `x owl:sameAs x` for every resource and re-checking those each cycle, about twice as fast."""
+    `x owl:sameAs x` for every resource and re-checking those each cycle (1.7x faster at 10k facts)."""
     if not _SEMANTICS:
         class TrikeOWLRL(owlrl.OWLRL_Semantics):
             def _equality(self, triple: Any, cycle_num: int) -> None:
@@ -489,7 +499,8 @@ def materialize(db: Any, apply: bool = False) -> dict:
         if not added and not removed:
             return {"added": [], "removed": []}
         for k in plan["obsolete"]:
-            db.remove(_exact(k[0]), _exact(k[1]), _exact(k[2]), inferred=True)
+            tag = (model.all_facts.get(k) or {}).get("inferred", True)
+            db.remove(_exact(k[0]), _exact(k[1]), _exact(k[2]), inferred=tag)
         if model.onto.enabled and any(k[1] == IS_A for k in plan["missing"]) and \
                 IS_A not in model.onto.predicates:
             raw = copy.deepcopy(db._onto_raw)

@@ -149,9 +149,9 @@ def _describe(target: str, path: str, spec: dict) -> str:
     if spec.get("in") is not None:
         quals.append("one of " + ", ".join(str(v) for v in _as_list(spec["in"])))
     if spec.get("class") is not None:
-        quals.append(f"a {spec['class']}")
+        quals.append(_a(str(spec["class"])))
     if spec.get("datatype") is not None:
-        quals.append(f"a {spec['datatype']}")
+        quals.append(_a(str(spec["datatype"])))
     if spec.get("pattern") is not None:
         quals.append(f"matching {spec['pattern']}")
     return text + (f" ({', '.join(quals)})" if quals else "")
@@ -292,12 +292,10 @@ def _short(spec: Any) -> str:
 def data_graph(db: Any) -> Any:
     """The RDF projection that shapes are checked against (an rdflib Graph)."""
     rdflib = _libs()
-    from .ontology import Ontology
     from .rdf import RDF, RDFS, graph_ntriples, iri
-    from .reasoning import IS_A
+    from .reasoning import IS_A, current_ontology
 
-    raw = db._onto_raw if isinstance(db._onto_raw, dict) else None
-    onto = Ontology(raw)
+    onto = current_ontology(db)
     facts = {(f["s"], f["p"], f["o"]): None for f in db.facts(as_of=None)}
     nodes = db.nodes()
     parts = [graph_ntriples(facts, nodes, onto.is_literal_predicate)]
@@ -474,13 +472,15 @@ def _values_on_path(data: Any, focus: Any, path: Any) -> list:
 
 def _message(constraint: str, node: Any, path_text: Any, focus: Any, path: Any, value: Any, source: Any,
              shapes: Any, data: Any, results: Any, fallback: Any) -> str:
-    from rdflib import BNode, Namespace
+    from rdflib import BNode, Literal, Namespace
     from rdflib.collection import Collection
 
     sh = Namespace(SH)
     inverse = isinstance(path_text, str) and path_text.startswith("^")
     base = path_text[1:] if inverse else path_text
     shown = _show(_term(value)) if value is not None else None
+    # a string value quoted, a number, date or node name as it is
+    quoted = repr(_term(value)) if isinstance(value, Literal) and isinstance(_term(value), str) else shown
 
     def count() -> list:
         if inverse and isinstance(path, BNode):
@@ -516,20 +516,33 @@ def _message(constraint: str, node: Any, path_text: Any, focus: Any, path: Any, 
                     allowed.append(s)
         return f"{node} {path_text} is {shown}, not one of {', '.join(allowed)}"
     if constraint == "class":
-        return f"{node} {path_text} {shown}, which is not a {lim}"
+        return f"{node} {path_text} {shown}, which is not {_a(str(lim))}"
     if constraint == "datatype":
-        return f"{node} {path_text} is {shown!r}, not a {_local(limit) if limit is not None else 'value of that type'}"
+        return f"{node} {path_text} is {quoted}, not {_a(_local(limit)) if limit is not None else 'of that type'}"
     if constraint == "or":
-        return f"{node} {path_text} is {shown!r}, which is none of the allowed kinds"
+        kinds: list[str] = []
+        lst = shapes.value(source, sh["or"]) if source is not None else None
+        if lst is not None:
+            for alt in Collection(shapes, lst):
+                d = shapes.value(alt, sh.datatype)
+                if d is not None:
+                    kinds.append(_local(d))
+        if kinds:
+            return f"{node} {path_text} is {quoted}, not of type {' or '.join(kinds)}"
+        return f"{node} {path_text} is {quoted}, which is none of the allowed kinds"
     if constraint == "pattern":
-        return f"{node} {path_text} {shown!r} does not match {lim}"
+        return f"{node} {path_text} {quoted} does not match {lim}"
     if constraint == "hasValue":
         return f"{node} {path_text} does not include {_show(lim)}"
     if constraint in ("minInclusive", "maxInclusive", "minExclusive", "maxExclusive", "minLength", "maxLength"):
-        return f"{node} {path_text} {shown!r} breaks {constraint} {_show(lim)}"
+        return f"{node} {path_text} {quoted} breaks {constraint} {_show(lim)}"
     where = f"{node} {path_text}" if path_text else f"{node}"
     detail = f" ({_readable(str(fallback))})" if fallback is not None else ""
     return f"{where}: {constraint} constraint not met" + (f" by {shown}" if shown is not None else "") + detail
+
+
+def _a(word: str) -> str:
+    return ("an " if word[:1].lower() in "aeiou" else "a ") + word
 
 
 def _readable(text: str) -> str:

@@ -144,13 +144,13 @@ class _NotCanonical(Exception):
 
 
 _BAD_FIRST = frozenset("&*!|>%@`\\?-")
-_QUOTES_OR_BRACKETS = re.compile(r"['\"\[\]{}]")
 
 
 def _fast_mapping(body: str) -> dict:
     """The entries of a one-line flow mapping body (`k: v, k: v`), or _NotCanonical."""
     out: dict = {}
-    if _QUOTES_OR_BRACKETS.search(body) is None:
+    if ("'" not in body and '"' not in body and "[" not in body and "]" not in body
+            and "{" not in body and "}" not in body):
         # only plain scalars: split on the separators
         for entry in body.split(", "):
             k, sep, v = entry.partition(": ")
@@ -291,9 +291,52 @@ _PLAIN_NAME = r"[^\s\-?:,\[\]{}#&*!|>'\"%@`\\][^:,\[\]{}#'\"\\]*?"
 _SIMPLE = re.compile(rf"- \{{s: ({_PLAIN_NAME}), p: ({_PLAIN_NAME}), o: ({_PLAIN_NAME}|-?[0-9.][^:,\[\]{{}}#'\"\\]*?)(, .*)?\}}")
 
 
+_SIMPLE_ML = re.compile("^" + _SIMPLE.pattern + "$", re.M)
+
+
+def _bulk_triples(lines: list[str], start: int, end: int) -> list | None:
+    """All triple lines at once (one regex pass over the section), or None when any line is unusual."""
+    if end - start <= 1:
+        return None
+    found = _SIMPLE_ML.findall("\n".join(lines[start + 1:end]))
+    if len(found) != end - start - 1:
+        return None
+    out = []
+    append = out.append
+    cache = _name_cache
+    reserved = {"s", "p", "o"}
+    try:
+        for s, p, o, rest in found:
+            if s[-1] == " " or p[-1] == " " or o[-1] == " ":
+                return None
+            sv = cache.get(s)
+            if sv is None:
+                sv = _name_value(s)
+            pv = cache.get(p)
+            if pv is None:
+                pv = _name_value(p)
+            ov = resolve_plain(o)
+            if ov is None:
+                return None
+            if rest:
+                attrs = _fast_mapping(rest[2:])
+                if reserved & attrs.keys():
+                    return None
+                append((sv, pv, ov, attrs))
+            else:
+                append((sv, pv, ov, None))
+    except (_NotCanonical, ValueError):
+        return None
+    return out
+
+
 def _parse_triples_section(lines: list[str], start: int, end: int, path: str | None,
                            data: GraphData) -> bool:
     """Read the triples lines; True when every line was canonical."""
+    bulk = _bulk_triples(lines, start, end)
+    if bulk is not None:
+        data.triples.extend(bulk)
+        return True
     canonical = True
     triples = data.triples
     append = triples.append
@@ -322,8 +365,10 @@ def _parse_triples_section(lines: list[str], start: int, end: int, path: str | N
                     pv = cache.get(p)
                     if pv is None:
                         pv = _name_value(p)
-                    append((sv, pv, resolve_plain(o), attrs or None))
-                    continue
+                    ov = resolve_plain(o)
+                    if ov is not None:
+                        append((sv, pv, ov, attrs or None))
+                        continue
         if not line or line.startswith("#"):
             canonical = False
             continue

@@ -89,7 +89,10 @@ def index_stats(db: Any, model: Any = None) -> dict[str, Any]:
 
 
 def _as_of(as_of: Any) -> str | None:
-    if as_of is None or as_of == "all":
+    """None / "all": every fact; a date (or YYYY-MM-DD text): the facts valid that day."""
+    from ..errors import QueryError
+
+    if as_of is None or (isinstance(as_of, str) and as_of.strip().lower() in ("all", "any", "*", "")):
         return None
     if isinstance(as_of, (_dt.date, _dt.datetime)):
         return as_of.isoformat()
@@ -97,7 +100,7 @@ def _as_of(as_of: Any) -> str | None:
     try:
         _dt.date.fromisoformat(text[:10])
     except ValueError:
-        raise ValueError(f"as_of must be a date like 2024-05-01, not {as_of!r}") from None
+        raise QueryError(f"as_of must be a date like 2024-05-01 or 'all', not {as_of!r}") from None
     return text
 
 

@@ -75,6 +75,22 @@ class Embedder:
             self._baseline = (float(sims.mean()), float(sims.std()) or 1.0) if sims.size else (0.0, 1.0)
         return self._baseline
 
+    def unread_share(self, text: str) -> float:
+        """The share of `text`'s letters, written without spaces (Japanese, Chinese, Thai...), that this
+        model only reads character by character: a model whose vocabulary has no words of a script
+        (an English model meeting Japanese) cannot say what such text means."""
+        from .text import space_less_runs
+
+        runs = space_less_runs(text)
+        if not runs:
+            return 0.0
+        letters = sum(1 for ch in text if ch.isalnum())
+        unread = 0
+        for run, enc in zip(runs, self.model.tokenizer.encode_batch(runs, add_special_tokens=False), strict=True):
+            if len(run) < 1.5 * max(1, len(enc.ids)):
+                unread += len(run)
+        return min(1.0, unread / max(1, letters))
+
     def encode_with_norms(self, texts: Sequence[str]) -> tuple[Any, Any]:
         """Unit vectors (float32, shape (n, dim)) and the length of each raw mean vector. A text with no
         known token gets the zero vector (and length 0). The raw length says how informative a single

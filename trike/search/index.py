@@ -25,6 +25,7 @@ from .lexical import BM25
 RRF_K = 10  # reciprocal rank fusion: score = sum over signals of weight / (RRF_K + rank)
 W_LEXICAL = 1.0
 W_SEMANTIC = 1.0
+READ_CHECK = True
 CANDIDATES = 200  # how deep each signal's list goes into the fusion
 # A node whose own sentence matches well lifts its facts (the question may describe the node and ask
 # about one of its relations); a lifted fact does not pass the node itself.
@@ -411,11 +412,15 @@ class SearchIndex:
                 sem_top = top[cos[top] > 0]
                 if sem_top.size:
                     feats.cosine = float(cos[sem_top[0]])
-        # reciprocal rank fusion, scaled so that a document first in every list is near 1
+        # reciprocal rank fusion, scaled so that a document first in every list is near 1; the semantic
+        # list counts less for a question the model partly cannot read (see Embedder.unread_share)
+        w_sem = W_SEMANTIC
+        if sem_top.size and READ_CHECK:
+            w_sem *= 1.0 - self.embedder.unread_share(query)  # type: ignore[union-attr]
         fused = np.zeros(n, dtype=np.float64)
-        top_possible = (W_LEXICAL if lex_top.size else 0.0) + (W_SEMANTIC if sem_top.size else 0.0)
+        top_possible = (W_LEXICAL if lex_top.size else 0.0) + (w_sem if sem_top.size else 0.0)
         norm = (RRF_K + 1) / top_possible / (1.0 + PROPAGATE) if top_possible else 1.0
-        for weight, top in ((W_LEXICAL, lex_top), (W_SEMANTIC, sem_top)):
+        for weight, top in ((W_LEXICAL, lex_top), (w_sem, sem_top)):
             if top.size:
                 fused[top] += weight * norm / (RRF_K + 1.0 + np.arange(top.size))
         candidates = np.union1d(lex_top, sem_top)

@@ -283,6 +283,24 @@ def _script(ch: str) -> str:
     return "han" if 0x20000 <= o <= 0x2FFFF else "w"
 
 
+def space_less_runs(text: str) -> list[str]:
+    """The runs of `text` written in scripts without spaces (Japanese, Chinese, Thai, ...)."""
+    out: list[str] = []
+    if text.isascii():
+        return out
+    for m in _WORD_RUN.finditer(unicodedata.normalize("NFKC", text)):
+        cur = ""
+        for ch in m.group():
+            if _script(ch) != "w":
+                cur += ch
+            elif cur:
+                out.append(cur)
+                cur = ""
+        if cur:
+            out.append(cur)
+    return out
+
+
 def is_word(surface: str) -> bool:
     """True for a word of a spaced script (not a character n-gram of Japanese, Chinese, Thai...)."""
     return bool(surface) and _script(surface[0]) == "w"
