@@ -151,5 +151,21 @@ def main() -> None:
         ]) + " |")
 
 
+def unbatched_adds(n: int = 28_000) -> None:
+    """Adding n facts one by one without batch(): each is one appended, fsync'd line."""
+    import time
+
+    from trike import TrikeDB
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = TrikeDB(Path(tmp) / "g.yaml")
+        t = time.perf_counter()
+        for i in range(n):
+            db.add(f"job{i % 500}", "WRITES", f"table{i}", since="2026-11")
+        dt = time.perf_counter() - t
+        print(f"\n{n:,} unbatched add() calls: {dt:.1f} s ({dt / n * 1e3:.2f} ms each, fsync on every add)")
+
+
 if __name__ == "__main__":
     main()
+    unbatched_adds()

@@ -195,55 +195,195 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def calibrate(db: Any, questions: list[dict[str, Any]], model: str | None, semantic: bool) -> list[dict[str, Any]]:
-    """Grid search of the abstention settings: the most unanswerable questions abstained while fewer than
-    5% of answerable ones are, then the fewest of those. Prints the best settings; the constants live in
-    trike/search/index.py. The similarity bands change the evidence itself, so each is evaluated anew."""
+# ---- calibration, in-sample and cross-validated ------------------------------------------------------------
+#
+# A setting is one combination of parameters. For each setting we keep the per-question outcome (the fused
+# rank of the first acceptable answer, or whether the question was judged relevant), so that choosing a
+# setting on some questions and scoring it on others costs nothing more. "In-sample" chooses and scores on
+# every question; "cross-validated" splits the questions into K folds (stratified by kind), chooses on K-1
+# of them and scores the held-out one, so the figure says how the chosen setting does on questions it was
+# not fitted to.
+
+ABSTAIN_NAMES = ("SOFT_LOW", "SOFT_HIGH", "MIN_SOFT_COVERAGE", "MIN_COVERAGE_WITH_MODEL", "MIN_COVERAGE")
+FUSION_NAMES = ("W_SEMANTIC", "RRF_K", "PROPAGATE")
+MAX_WRONGLY_ABSTAINED = 0.05
+
+
+def folds_of(questions: list[dict[str, Any]], k: int, seed: int = 0) -> list[int]:
+    """The fold (0..k-1) of each question: each kind is shuffled (seeded) and dealt round-robin."""
+    import random
+
+    fold = [0] * len(questions)
+    by_kind: dict[str, list[int]] = {}
+    for i, q in enumerate(questions):
+        by_kind.setdefault(q["kind"], []).append(i)
+    offset = 0
+    for kind in sorted(by_kind):
+        idx = by_kind[kind]
+        random.Random(f"{seed}:{kind}").shuffle(idx)
+        for j, i in enumerate(idx):
+            fold[i] = (j + offset) % k
+        offset += len(idx)
+    return fold
+
+
+def _abstain_score(relevant: list[bool], answerable: list[bool], idx: list[int]) -> tuple[float, float]:
+    una = [i for i in idx if not answerable[i]]
+    ans = [i for i in idx if answerable[i]]
+    a = sum(not relevant[i] for i in una) / len(una) if una else 0.0
+    w = sum(not relevant[i] for i in ans) / len(ans) if ans else 0.0
+    return a, w
+
+
+def _choose_abstention(settings: list[tuple[dict[str, Any], list[bool]]], answerable: list[bool],
+                       idx: list[int]) -> int:
+    """The setting that abstains on the most unanswerable questions among `idx` while wrongly abstaining
+    on fewer than 5% of the answerable ones (then: the fewest wrongly abstained)."""
+    def key(j: int) -> tuple[bool, float, float]:
+        a, w = _abstain_score(settings[j][1], answerable, idx)
+        return (w >= MAX_WRONGLY_ABSTAINED, -a, w)
+
+    return min(range(len(settings)), key=key)
+
+
+def _recall(ranks: list[int | None], answerable: list[bool], idx: list[int], k: int = 10) -> float:
+    ans = [i for i in idx if answerable[i]]
+    return sum(1 for i in ans if ranks[i] is not None and ranks[i] <= k) / len(ans) if ans else 0.0
+
+
+def _choose_fusion(settings: list[tuple[dict[str, Any], list[int | None]]], answerable: list[bool],
+                   idx: list[int]) -> int:
+    """The setting with the best recall@10 among `idx`, then recall@5, then the mean reciprocal rank."""
+    def key(j: int) -> tuple[float, float, float]:
+        ranks = settings[j][1]
+        ans = [i for i in idx if answerable[i]]
+        mrr = sum(1.0 / ranks[i] for i in ans if ranks[i]) / max(1, len(ans))
+        return (-_recall(ranks, answerable, idx, 10), -_recall(ranks, answerable, idx, 5), -mrr)
+
+    return min(range(len(settings)), key=key)
+
+
+def cross_validate(settings: list[tuple[dict[str, Any], list[Any]]], answerable: list[bool], folds: list[int],
+                   choose: Any) -> tuple[list[Any], list[dict[str, Any]]]:
+    """Held-out outcome of every question (from the setting chosen on the other folds), and the setting
+    chosen for each fold."""
+    out: list[Any] = [None] * len(answerable)
+    chosen = []
+    for f in sorted(set(folds)):
+        train = [i for i, x in enumerate(folds) if x != f]
+        j = choose(settings, answerable, train)
+        chosen.append(settings[j][0])
+        for i, x in enumerate(folds):
+            if x == f:
+                out[i] = settings[j][1][i]
+    return out, chosen
+
+
+def _with(module: Any, params: dict[str, Any]):
+    import contextlib
+
+    @contextlib.contextmanager
+    def ctx():
+        saved = {n: getattr(module, n) for n in params}
+        try:
+            for n, v in params.items():
+                setattr(module, n, v)
+            yield
+        finally:
+            for n, v in saved.items():
+                setattr(module, n, v)
+
+    return ctx()
+
+
+def fusion_settings(db: Any, questions: list[dict[str, Any]], model: str | None,
+                    semantic: bool) -> list[tuple[dict[str, Any], list[int | None]]]:
+    """The fused rank of each question's first answer under each fusion setting."""
     import itertools
 
-    from trike.search import _states
     from trike.search import index as I  # noqa: N812
 
-    names = ("SOFT_LOW", "SOFT_HIGH", "MIN_SOFT_COVERAGE", "MIN_COVERAGE_WITH_MODEL", "MIN_COVERAGE")
-    saved = {n: getattr(I, n) for n in names}
-    results = []
-    bands = [(2.0, 4.0), (2.0, 5.0), (2.5, 4.5), (2.5, 5.0), (3.0, 5.0), (3.0, 6.0)] if semantic else [(0, 1)]
-    try:
-        for lo, hi in bands:
-            I.SOFT_LOW, I.SOFT_HIGH = lo, hi
-            _states.clear()
+    grid = itertools.product([0.5, 0.75, 1.0, 1.25, 1.5] if semantic else [1.0], [5, 10, 20, 60],
+                             [0.0, 0.5, 0.7, 0.9])
+    out = []
+    for w_sem, rrf_k, prop in grid:
+        params = {"W_SEMANTIC": w_sem, "RRF_K": rrf_k, "PROPAGATE": prop}
+        with _with(I, params):
             rows = evaluate(db, questions, model)["rows"]
-            ans = [r["features"] for r in rows if r["answerable"]]
-            una = [r["features"] for r in rows if not r["answerable"]]
-            if semantic:
-                grid = itertools.product([x / 100 for x in range(30, 80, 2)], [x / 10 for x in range(4, 11)], [1.0])
-            else:
-                grid = itertools.product([0.0], [1.0], [x / 100 for x in range(5, 60, 5)])
-            for soft, cov_model, cov in grid:
-                I.MIN_SOFT_COVERAGE, I.MIN_COVERAGE_WITH_MODEL, I.MIN_COVERAGE = soft, cov_model, cov
+        out.append((params, [r["fused"] for r in rows]))
+    return out
 
-                def rel(f: dict[str, Any]) -> bool:
-                    return I.is_relevant(I.Features(**f), semantic)
 
-                results.append({
-                    "SOFT_LOW": lo, "SOFT_HIGH": hi, "MIN_SOFT_COVERAGE": soft,
-                    "MIN_COVERAGE_WITH_MODEL": cov_model, "MIN_COVERAGE": cov,
-                    "abstained_unanswerable": round(sum(not rel(f) for f in una) / len(una), 3),
-                    "abstained_answerable": round(sum(not rel(f) for f in ans) / len(ans), 3),
-                })
-    finally:
-        for n, v in saved.items():
-            setattr(I, n, v)
-        _states.clear()
-    results.sort(key=lambda r: (r["abstained_answerable"] >= 0.05, -r["abstained_unanswerable"],
-                                r["abstained_answerable"]))
-    return results[:10]
+def abstention_settings(db: Any, questions: list[dict[str, Any]], model: str | None,
+                        semantic: bool) -> list[tuple[dict[str, Any], list[bool]]]:
+    """Whether each question is judged relevant under each abstention setting. The similarity bands
+    change the evidence itself, so each band is evaluated anew; the cut-offs only read it."""
+    import itertools
+
+    from trike.search import index as I  # noqa: N812
+
+    bands = [(2.0, 4.0), (2.0, 5.0), (2.5, 4.5), (2.5, 5.0), (3.0, 5.0), (3.0, 6.0)] if semantic else [(0, 1)]
+    out = []
+    for lo, hi in bands:
+        with _with(I, {"SOFT_LOW": lo, "SOFT_HIGH": hi}):
+            feats = [I.Features(**r["features"]) for r in evaluate(db, questions, model)["rows"]]
+        if semantic:
+            grid = itertools.product([x / 100 for x in range(30, 80, 2)], [x / 10 for x in range(4, 11)], [1.0])
+        else:
+            grid = itertools.product([0.0], [1.0], [x / 100 for x in range(5, 60, 5)])
+        for soft, cov_model, cov in grid:
+            params = {"SOFT_LOW": lo, "SOFT_HIGH": hi, "MIN_SOFT_COVERAGE": soft,
+                      "MIN_COVERAGE_WITH_MODEL": cov_model, "MIN_COVERAGE": cov}
+            with _with(I, params):
+                out.append((params, [I.is_relevant(f, semantic) for f in feats]))
+    return out
+
+
+def calibrate(db: Any, questions: list[dict[str, Any]], model: str | None, semantic: bool,
+              k: int = 5) -> dict[str, Any]:
+    """Fusion weights (by recall@10), then the abstention thresholds (the most unanswerable questions
+    abstained while fewer than 5% of answerable ones are), each in-sample and with k-fold
+    cross-validation. The constants live in trike/search/index.py; this only reports."""
+    from trike.search import _states
+
+    answerable = [bool(q["answers"]) for q in questions]
+    folds = folds_of(questions, k)
+    everyone = list(range(len(questions)))
+    _states.clear()
+    fusion = fusion_settings(db, questions, model, semantic)
+    best_f = _choose_fusion(fusion, answerable, everyone)
+    held_ranks, fusion_chosen = cross_validate(fusion, answerable, folds, _choose_fusion)
+    abstention = abstention_settings(db, questions, model, semantic)
+    best_a = _choose_abstention(abstention, answerable, everyone)
+    held_rel, abstain_chosen = cross_validate(abstention, answerable, folds, _choose_abstention)
+    _states.clear()
+    in_a, in_w = _abstain_score(abstention[best_a][1], answerable, everyone)
+    cv_a, cv_w = _abstain_score(held_rel, answerable, everyone)
+    return {
+        "folds": k,
+        "fusion": {
+            "best_in_sample": fusion[best_f][0],
+            "recall@10_in_sample": round(_recall(fusion[best_f][1], answerable, everyone), 3),
+            "recall@10_cross_validated": round(_recall(held_ranks, answerable, everyone), 3),
+            "chosen_per_fold": fusion_chosen,
+        },
+        "abstention": {
+            "best_in_sample": abstention[best_a][0],
+            "abstained_unanswerable_in_sample": round(in_a, 3),
+            "abstained_answerable_in_sample": round(in_w, 3),
+            "abstained_unanswerable_cross_validated": round(cv_a, 3),
+            "abstained_answerable_cross_validated": round(cv_w, 3),
+            "chosen_per_fold": abstain_chosen,
+        },
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", help="model2vec folder or hub id (default: the distilled benchmark model)")
-    ap.add_argument("--calibrate", action="store_true", help="grid-search the abstention thresholds")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="grid-search fusion weights and abstention thresholds, in-sample and cross-validated")
+    ap.add_argument("--folds", type=int, default=5, help="folds of the cross-validation (default 5)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
@@ -260,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
                    questions=len(questions), ms_per_question=round(1000 * ev["seconds"] / len(questions), 2))
     if args.calibrate:
         with tempfile.TemporaryDirectory() as tmp:
-            summary["calibration"] = calibrate(open_graph(tmp), questions, model, ev["semantic"])
+            summary["calibration"] = calibrate(open_graph(tmp), questions, model, ev["semantic"], args.folds)
     if args.json:
         print(json.dumps({"summary": summary, "rows": ev["rows"]}, ensure_ascii=False, indent=1))
         return 0
@@ -284,9 +424,21 @@ def main(argv: list[str] | None = None) -> int:
     print("fused recall@10 by kind: " + ", ".join(f"{k} {v:.2f}" for k, v in
                                                  summary["fused_recall@10_by_kind"].items()))
     if args.calibrate:
-        print("best abstention thresholds (abstained unanswerable, wrongly abstained answerable):")
-        for c in summary["calibration"]:
-            print("  " + json.dumps(c))
+        c = summary["calibration"]
+        f, a = c["fusion"], c["abstention"]
+        print(f"calibration ({c['folds']}-fold cross-validation: fitted on the other folds, scored on each):")
+        print(f"  fusion: best in-sample {json.dumps(f['best_in_sample'])}")
+        print(f"    fused recall@10: in-sample {f['recall@10_in_sample']:.3f}, "
+              f"cross-validated {f['recall@10_cross_validated']:.3f}")
+        print(f"  abstention: best in-sample {json.dumps(a['best_in_sample'])}")
+        print(f"    abstained unanswerable / wrongly abstained answerable: in-sample "
+              f"{a['abstained_unanswerable_in_sample']:.3f} / {a['abstained_answerable_in_sample']:.3f}, "
+              f"cross-validated {a['abstained_unanswerable_cross_validated']:.3f} / "
+              f"{a['abstained_answerable_cross_validated']:.3f}")
+        if args.verbose:
+            for name in ("fusion", "abstention"):
+                for i, ch in enumerate(c[name]["chosen_per_fold"]):
+                    print(f"    {name} fold {i}: {json.dumps(ch)}")
     return 0
 
 

@@ -308,6 +308,16 @@ def test_texts_unknown_to_the_model_are_zero_vectors(db: TrikeDB, tiny_model: Pa
     assert all(np.isfinite(x["score"]) for x in r["results"])
 
 
+def test_text_the_model_cannot_read_weighs_the_semantic_signal_down(tiny_model: Path) -> None:
+    from trike.search.embed import get_embedder
+
+    emb, _ = get_embedder(str(tiny_model))
+    assert emb is not None
+    assert emb.unread_share("car owner") == 0.0
+    assert emb.unread_share("売上テーブル") == 1.0  # no Japanese word in the tiny model
+    assert emb.unread_share("car 売上") == pytest.approx(0.4)
+
+
 def test_importing_search_does_not_import_model2vec() -> None:
     code = "import sys, trike, trike.search, trike.cli; print('model2vec' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -190,6 +190,16 @@ def test_a_read_reconnects_after_the_connection_was_cut(pg_dsn, graph_name):
     assert st._conn.info.backend_pid != pid
     db.add("b", "R", "c")
     assert len(TrikeDB(storage=storage(pg_dsn, graph_name)).facts()) == 2
+    # cut while a writer holds the lock: that write fails (it never runs unlocked), the next one works
+    with pytest.raises(StorageError, match="lost while holding the graph lock|failed"):
+        with db.batch():
+            db.add("c", "R", "d")
+            with psycopg.connect(pg_dsn, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (st._conn.info.backend_pid,))
+            time.sleep(0.1)
+    assert db.match("c") == []
+    db.add("d", "R", "e")
+    assert {f["s"] for f in TrikeDB(storage=storage(pg_dsn, graph_name)).facts()} == {"a", "b", "d"}
 
 
 # ------------------------------------------------------------------------------------------ processes

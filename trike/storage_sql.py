@@ -100,6 +100,7 @@ class PostgresStorage:
         self._conn: Any = None
         self._mutex = threading.RLock()
         self._held = 0  # depth of lock() on this connection
+        self._lock_lost = False  # the session holding the lock ended while lock() was held
         self._utf8 = True
 
     # ------------------------------------------------------------------ connection
@@ -109,8 +110,7 @@ class PostgresStorage:
             return conn
         self._conn = None
         if self._held:
-            raise StorageError(f"{self.name}: the connection to the server was lost while holding the "
-                               "graph lock; the write was not made")
+            self._lock_lost = True  # reads may go on with a new session; writes must not (see _check_lock)
         pg = self._pg
         try:
             conn = pg.connect(self.dsn, autocommit=True, connect_timeout=max(1, round(self.connect_timeout)))
@@ -149,7 +149,7 @@ class PostgresStorage:
 
     def _run(self, what: str, fn: Any, *, retry: bool = True) -> Any:
         """Run `fn(conn)`; errors become StorageError naming the graph. A read is retried once on a
-        fresh connection when the old one broke (not while holding the lock, and never a write)."""
+        fresh connection when the old one broke (never a write: it may have been committed)."""
         pg = self._pg
         with self._mutex:
             for attempt in (1, 2):
@@ -163,12 +163,17 @@ class PostgresStorage:
                     broken = conn.broken or conn.closed
                     if broken:
                         self._conn = None
-                    if broken and retry and attempt == 1 and not self._held:
+                    if broken and retry and attempt == 1:
                         continue
                     raise StorageError(f"{self.name}: {what} failed: {_first_line(exc)}") from None
                 except pg.Error as exc:
                     raise StorageError(f"{self.name}: {what} failed: {_first_line(exc)}") from None
         raise AssertionError  # pragma: no cover
+
+    def _check_lock(self) -> None:
+        if self._held and self._lock_lost:
+            raise StorageError(f"{self.name}: the connection to the server was lost while holding the graph "
+                               "lock; the write was not made (another writer may have written meanwhile)")
 
     def close(self) -> None:
         """Close the connection (releases any lock it holds)."""
@@ -244,6 +249,7 @@ class PostgresStorage:
         ).format(seq=sql.Literal(self._seq_name), t=self._t)
 
         def go(conn: Any) -> None:
+            self._check_lock()
             with conn.transaction():
                 conn.execute(stmt, (self.graph, text, len(data)))
                 self._before_commit()
@@ -260,6 +266,7 @@ class PostgresStorage:
         ).format(seq=sql.Literal(self._seq_name), t=self._t)
 
         def go(conn: Any) -> int:
+            self._check_lock()
             with conn.transaction():
                 n = conn.execute(stmt, (text, len(data), self.graph)).rowcount
                 self._before_commit()
@@ -287,7 +294,10 @@ class PostgresStorage:
             finally:
                 self._held -= 1
                 conn = self._conn
-                if conn is not None and not conn.broken and not conn.closed:
+                if self._lock_lost:
+                    if not self._held:
+                        self._lock_lost = False  # the lock ended with its session: nothing to release
+                elif conn is not None and not conn.broken and not conn.closed:
                     with contextlib.suppress(self._pg.Error):
                         conn.execute(f"SELECT {give}(%s)", (self.lock_key,))
 

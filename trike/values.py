@@ -37,12 +37,21 @@ def implicit_tag(text: str) -> str | None:
     return None
 
 
+# plain scalars starting with these letters can only be bools or nulls (at most 5 characters)
+_WORD_FIRST = frozenset("yYnNtTfFoO")
+
+
 def resolve_plain(text: str) -> Any:
     """The Python value of a plain (unquoted) scalar, exactly as PyYAML's safe loader would read it."""
     try:
         return _resolve_cache[text]
     except KeyError:
         pass
+    if not text:
+        return None
+    first = text[0]
+    if first not in _IMPLICIT or (first in _WORD_FIRST and len(text) > 5):
+        return text
     tag = implicit_tag(text)
     if tag is None or tag.endswith((":merge", ":value")):
         value: Any = text

@@ -134,8 +134,7 @@ def parse_workspace(text: str, path: str | os.PathLike) -> WorkspaceSpec:
     timeout = _number(head.get("timeout", DEFAULT_TIMEOUT), "workspace.timeout", where)
     graphs = data.get("graphs")
     if isinstance(graphs, list):
-        raise LoadError("`graphs:` must be a mapping NAME: path-or-url (e.g. `platform: ./platform.yaml`), "
-                        "not a list", where)
+        graphs = _named_list(graphs, where)
     if not isinstance(graphs, dict) or not graphs:
         raise LoadError("`graphs:` is empty: name at least one graph, e.g. `platform: ./platform.yaml`", where)
     members: list[MemberSpec] = []
@@ -178,6 +177,39 @@ def parse_workspace(text: str, path: str | os.PathLike) -> WorkspaceSpec:
         members.append(spec)
     return WorkspaceSpec(name=name, description=None if head.get("description") is None
                          else str(head["description"]), members=members)
+
+
+def _default_name(source: str) -> str:
+    """A graph name from a path or URL: the file's stem, or its folder for graph.yaml / trike.yaml."""
+    from urllib.parse import urlsplit
+
+    if source.startswith(("http://", "https://")):
+        parts = urlsplit(source)
+        path = Path(parts.path)
+        stem = path.stem if path.stem not in ("", "export", "graph", "trike") else (path.parent.name or parts.hostname or "")
+    else:
+        path = Path(source)
+        stem = path.stem if path.stem not in ("graph", "trike") else path.resolve().parent.name
+    return re.sub(r"[^\w.-]", "-", stem).strip("-.") or "graph"
+
+
+def _named_list(items: list, where: str) -> dict:
+    """`graphs:` written as a list (`- a.yaml`, `- {name: x, url: ...}`): names from `name:` or the source."""
+    out: dict[str, Any] = {}
+    for item in items:
+        if isinstance(item, str):
+            name, entry = _default_name(item), item
+        elif isinstance(item, dict) and ("path" in item or "url" in item or "name" in item):
+            entry = {k: v for k, v in item.items() if k != "name"}
+            name = str(item.get("name") or _default_name(str(item.get("path") or item.get("url") or "")))
+        else:
+            raise LoadError("each item of a `graphs:` list is a path, a URL, or a mapping with `path:` or "
+                            f"`url:` (and optionally `name:`), got {item!r}", where)
+        if name in out:
+            raise LoadError(f"two graphs would be named {name!r}: give them names, e.g. "
+                            f"`graphs: {{{name}: ..., {name}-2: ...}}` or `- {{name: ..., path: ...}}`", where)
+        out[name] = entry
+    return out
 
 
 def _head(path: Path, size: int = 65536) -> str:
@@ -305,6 +337,7 @@ class Workspace:
         self._revision = 0
         self._rev_key: Any = None
         self._cache: dict[Any, tuple[Any, Any]] = {}
+        self._live_ds: _LiveDataset | None = None
         self.name = ""
         self.description: str | None = None
         self.warnings: list[str] = []
@@ -347,9 +380,12 @@ class Workspace:
                     m.spec, m.name, m.db, m.storage, m.error = ms, ms.name, None, None, str(exc)
                     members[ms.name] = m
                     notes.append(f"graph {ms.name!r} is optional and unavailable, left out: {exc}")
-        notes = [str(w.message) for w in caught] + notes
+        for w in caught:
+            warnings.warn(w.message, stacklevel=3)
         for n in notes:
             warnings.warn(n, stacklevel=3)
+        # kept for check(); a remote member on an old copy is reported by check() from its status instead
+        notes = [str(w.message) for w in caught if "using the cached copy" not in str(w.message)] + notes
         self._members = members
         self.name = spec.name
         self.description = spec.description
@@ -841,7 +877,10 @@ class Workspace:
         if not isinstance(text, str) or not text.strip():
             raise QueryError("empty SPARQL query")
         with self._lock:
-            store = self._cached("sparql", lambda: self._dataset(union=True))
+            if self._live_ds is None:
+                self._live_ds = _LiveDataset()
+            self._live_ds.sync([(m.name, m.db) for m in self._live() if m.db is not None])
+            store = self._live_ds.store
         try:
             res = store.query(text, prefixes={**PREFIXES, "g": GRAPH_NS})
         except SyntaxError as exc:
@@ -1018,6 +1057,77 @@ class Workspace:
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.path)!r}, graphs={list(self._members)})"
+
+
+class _LiveDataset:
+    """The SPARQL dataset of a workspace, kept current member by member: each member's N-Triples lines in
+    its named graph, and in the default graph every line that at least one member has (the union, with
+    no duplicates). When a member changes, only the lines it gained or lost are applied."""
+
+    def __init__(self) -> None:
+        import pyoxigraph as ox
+
+        self._ox = ox
+        self.store = ox.Store()
+        self.lines: dict[str, set[str]] = {}  # member -> its N-Triples lines
+        self.holders: dict[str, int] = {}  # line -> how many members have it
+        self.loaded: dict[str, tuple[int, int]] = {}  # member -> (id of its TrikeDB, its revision)
+
+    def sync(self, members: list[tuple[str, Any]]) -> None:
+        names = {name for name, _db in members}
+        for gone in [n for n in self.lines if n not in names]:
+            self._replace(gone, set())
+            del self.lines[gone]
+            self.loaded.pop(gone, None)
+        for name, db in members:
+            len(db)  # a TrikeDB syncs with its storage when asked its size
+            key = (id(db), db.revision)
+            if self.loaded.get(name) == key:
+                continue
+            self._replace(name, set(db.export("nt").splitlines(keepends=True)))
+            self.loaded[name] = key
+
+    def _quads(self, lines: list[str], graph: Any) -> list:
+        ox = self._ox
+        if not lines:
+            return []
+        return [ox.Quad(q.subject, q.predicate, q.object, graph)
+                for q in ox.parse("".join(lines).encode("utf-8"), ox.RdfFormat.N_TRIPLES)]
+
+    def _load(self, lines: list[str], graph: Any) -> None:
+        ox = self._ox
+        if len(lines) > 5000:
+            self.store.bulk_load("".join(lines).encode("utf-8"), ox.RdfFormat.N_TRIPLES, to_graph=graph)
+        elif lines:
+            self.store.extend(self._quads(lines, graph))
+
+    def _replace(self, name: str, new: set[str]) -> None:
+        ox = self._ox
+        old = self.lines.get(name, set())
+        added = [line for line in new if line not in old]
+        removed = [line for line in old if line not in new]
+        g = ox.NamedNode(graph_iri(name))
+        for q in self._quads(removed, g):
+            self.store.remove(q)
+        self._load(added, g)
+        to_default: list[str] = []
+        from_default: list[str] = []
+        for line in added:
+            n = self.holders.get(line, 0)
+            self.holders[line] = n + 1
+            if n == 0:
+                to_default.append(line)
+        for line in removed:
+            n = self.holders[line] - 1
+            if n:
+                self.holders[line] = n
+            else:
+                del self.holders[line]
+                from_default.append(line)
+        for q in self._quads(from_default, ox.DefaultGraph()):
+            self.store.remove(q)
+        self._load(to_default, ox.DefaultGraph())
+        self.lines[name] = new
 
 
 def _show(spec: dict) -> str:

@@ -463,7 +463,7 @@ def parse(text: str, path: str | None = None) -> GraphData:
             lines.pop()
             ends_clean = True
             sections[-1] = (sections[-1][0], sections[-1][1], len(lines), sections[-1][3])
-    if sections is None or _ANCHOR.search(text):
+    if sections is None or ("&" in text and _ANCHOR.search(text)):
         _parse_whole(text, path, data)
         return data
     seen: set[str] = set()

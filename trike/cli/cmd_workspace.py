@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                "  trike ws workspace.yaml check",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ws.add_argument("file", help="the workspace file (workspace.yaml)")
+    ws.add_argument("file", help="the workspace file (or a folder with a workspace.yaml)")
     sub = ws.add_subparsers(dest="ws_command", metavar="COMMAND")
     ws.set_defaults(func=_missing_command, ws_parser=ws)
 
@@ -130,10 +130,13 @@ def _open(args: argparse.Namespace):
     from ..workspace import open_workspace
 
     p = Path(args.file)
+    if p.is_dir():
+        found = [p / n for n in ("workspace.yaml", "workspace.yml") if (p / n).is_file()]
+        if not found:
+            raise TrikeError(f"{args.file}: a folder without a workspace.yaml")
+        p = found[0]
     if not p.exists():
         raise TrikeError(f"{args.file}: no such file")
-    if p.is_dir():
-        raise TrikeError(f"{args.file}: is a directory (give its workspace.yaml)")
     return open_workspace(p)
 
 
@@ -304,14 +307,10 @@ def cmd_ontology(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     import warnings
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # check() reports load warnings, missing and stale members itself
         ws = _open(args)
         problems = ws.check()
-    for w in caught:
-        msg = str(w.message)
-        if msg not in problems:
-            problems.insert(0, msg)
     if args.json:
         print_json({"file": args.file, "ok": not problems, "problems": problems})
     else:

@@ -59,6 +59,7 @@ class Embedder:
         self.key = key
         self.dim = int(model.embedding.shape[1])
         self._baseline: tuple[float, float] | None = None
+        self._unread_memo: dict[str, bool] = {}
 
     def similarity_baseline(self) -> tuple[float, float]:
         """Mean and standard deviation of the cosine between unrelated tokens of this model (a sample of
@@ -75,6 +76,20 @@ class Embedder:
             self._baseline = (float(sims.mean()), float(sims.std()) or 1.0) if sims.size else (0.0, 1.0)
         return self._baseline
 
+    def _unread_runs(self, runs: list[str]) -> list[bool]:
+        """For each run of space-less text: True when this model reads it only character by character
+        (each token about one character, or no known token at all). Memoized per run."""
+        memo = self._unread_memo
+        todo = [r for r in dict.fromkeys(runs) if r not in memo]
+        if todo:
+            unk = getattr(self.model, "unk_token_id", None)
+            if len(memo) > 200_000:
+                memo.clear()
+            for run, enc in zip(todo, self.model.tokenizer.encode_batch(todo, add_special_tokens=False), strict=True):
+                known = sum(1 for i in enc.ids if i != unk)
+                memo[run] = known == 0 or len(run) < 1.5 * len(enc.ids)
+        return [memo[r] for r in runs]
+
     def unread_share(self, text: str) -> float:
         """The share of `text`'s letters, written without spaces (Japanese, Chinese, Thai...), that this
         model only reads character by character: a model whose vocabulary has no words of a script
@@ -85,11 +100,20 @@ class Embedder:
         if not runs:
             return 0.0
         letters = sum(1 for ch in text if ch.isalnum())
-        unread = 0
-        for run, enc in zip(runs, self.model.tokenizer.encode_batch(runs, add_special_tokens=False), strict=True):
-            if len(run) < 1.5 * max(1, len(enc.ids)):
-                unread += len(run)
+        unread = sum(len(r) for r, bad in zip(runs, self._unread_runs(runs), strict=True) if bad)
         return min(1.0, unread / max(1, letters))
+
+    def readable(self, text: str) -> str:
+        """`text` without the runs this model only reads character by character (see `unread_share`):
+        to such a model they are noise that pulls a sentence's vector away from what the rest says.
+        Text the model reads is returned unchanged (a multilingual model keeps Japanese)."""
+        from .text import drop_runs, space_less_runs
+
+        runs = space_less_runs(text)
+        if not runs:
+            return text
+        bad = {r for r, b in zip(runs, self._unread_runs(runs), strict=True) if b}
+        return drop_runs(text, bad) if bad else text
 
     def encode_with_norms(self, texts: Sequence[str]) -> tuple[Any, Any]:
         """Unit vectors (float32, shape (n, dim)) and the length of each raw mean vector. A text with no

@@ -25,7 +25,7 @@ from .lexical import BM25
 RRF_K = 10  # reciprocal rank fusion: score = sum over signals of weight / (RRF_K + rank)
 W_LEXICAL = 1.0
 W_SEMANTIC = 1.0
-READ_CHECK = True
+READ_CHECK = True  # the semantic list counts less for text the model reads only letter by letter
 CANDIDATES = 200  # how deep each signal's list goes into the fusion
 # A node whose own sentence matches well lifts its facts (the question may describe the node and ask
 # about one of its relations); a lifted fact does not pass the node itself.
@@ -43,10 +43,10 @@ W_TYPE = 0.5
 EVIDENCE_DOCS = 10  # how many of the best fused documents are examined
 # a word's best cosine counts 0 at SOFT_LOW and 1 at SOFT_HIGH standard deviations above the model's
 # cosine between unrelated tokens (linear in between)
-SOFT_LOW, SOFT_HIGH = 2.5, 5.0
+SOFT_LOW, SOFT_HIGH = 2.5, 4.5
 MIN_COVERAGE = 0.15  # lexical only: abstain below this coverage
-MIN_SOFT_COVERAGE = 0.54  # with a model: abstain below this soft coverage ...
-MIN_COVERAGE_WITH_MODEL = 0.7  # ... unless the exact coverage reaches this
+MIN_SOFT_COVERAGE = 0.575  # with a model: abstain below this soft coverage ...
+MIN_COVERAGE_WITH_MODEL = 0.6  # ... unless the exact coverage reaches this
 
 FACT_WEIGHTS = (W_SUBJECT, W_PREDICATE, W_OBJECT, W_ATTRS)
 
@@ -266,8 +266,14 @@ class SearchIndex:
         if embedder is not None and n:
             embed_rows: dict[str, int] = {}
             text_row = np.zeros(len(text_ids) + 1, dtype=np.int64)
+            readable: dict[str, str] = {}  # text given to the model -> what of it the model can read
             for t, tid in text_ids.items():
-                text_row[tid] = embed_rows.setdefault(cache.embed_of(t), len(embed_rows))
+                e = cache.embed_of(t)
+                r = readable.get(e)
+                if r is None:
+                    r = readable[e] = embedder.readable(e) if READ_CHECK else e
+                # a part the model cannot read at all (Japanese for an English model) has no vector
+                text_row[tid] = embed_rows.setdefault(r, len(embed_rows)) if r.strip() else -1
             tv = np.zeros((len(embed_rows) + 1, embedder.dim), dtype=np.float32)  # last row: zeros
             prev_rows: dict[str, int] = {}
             if previous is not None and previous.model_key == self.model_key and previous.text_vectors is not None:
@@ -302,6 +308,7 @@ class SearchIndex:
                     encoded = len(todo)
                     store.put_many([(keys[e], v) for e, v in zip(todo, new, strict=True)])
                 store.close()
+            text_row[text_row < 0] = len(embed_rows)  # the zero row
             text_row[-1] = len(embed_rows)  # part id -1 -> the zero row
             rows = text_row[part_ids]
             weights = np.where(self.is_node[:, None], [[1.0, W_TYPE, 1.0, 0.0]], [FACT_WEIGHTS]).astype(np.float32)
@@ -396,8 +403,11 @@ class SearchIndex:
         sem_top = np.zeros(0, dtype=np.int64)
         semantic = self.embedder is not None and self.text_vectors is not None
         if semantic and n and query.strip():
-            qv = self.embedder.encode([T.embed_text(query)])[0]  # type: ignore[union-attr]
-            if float(np.abs(qv).sum()) > 0:
+            qtext = T.embed_text(query)
+            if READ_CHECK:
+                qtext = self.embedder.readable(qtext)  # type: ignore[union-attr]
+            qv = self.embedder.encode([qtext])[0] if qtext.strip() else None  # type: ignore[union-attr]
+            if qv is not None and float(np.abs(qv).sum()) > 0:
                 with _one_blas_thread():
                     if self.vectors is not None:
                         cos = qv @ self.vectors
@@ -419,7 +429,7 @@ class SearchIndex:
             w_sem *= 1.0 - self.embedder.unread_share(query)  # type: ignore[union-attr]
         fused = np.zeros(n, dtype=np.float64)
         top_possible = (W_LEXICAL if lex_top.size else 0.0) + (w_sem if sem_top.size else 0.0)
-        norm = (RRF_K + 1) / top_possible / (1.0 + PROPAGATE) if top_possible else 1.0
+        norm = (RRF_K + 1) / top_possible if top_possible else 1.0
         for weight, top in ((W_LEXICAL, lex_top), (w_sem, sem_top)):
             if top.size:
                 fused[top] += weight * norm / (RRF_K + 1.0 + np.arange(top.size))
@@ -480,7 +490,8 @@ class SearchIndex:
             if j is not None:
                 parts.extend(self.docs[j].parts)
         found = [u for t in parts if t for u in self.cache.units_of(t)]
-        return {t for t, _ in found}, list(dict.fromkeys(w for _, w in found))
+        # near matches are looked for among words only: a character n-gram of Japanese text is no word
+        return {t for t, _ in found}, list(dict.fromkeys(w for _, w in found if T.is_word(w)))
 
     def _evidence(self, query: str, top: list[int], feats: Features) -> None:
         """Fill `coverage` and `soft_coverage`: how well one of the `top` documents covers the query."""

@@ -301,6 +301,32 @@ def space_less_runs(text: str) -> list[str]:
     return out
 
 
+def drop_runs(text: str, runs: set[str]) -> str:
+    """`text` (NFKC) with each of the given space-less runs (as `space_less_runs` cuts them) replaced by a
+    space; spaces are then collapsed."""
+    text = unicodedata.normalize("NFKC", text)
+    out: list[str] = []
+    pos = 0
+    for m in _WORD_RUN.finditer(text):
+        word = m.group()
+        start = m.start()
+        i = 0
+        while i < len(word):
+            if _script(word[i]) == "w":
+                i += 1
+                continue
+            j = i
+            while j < len(word) and _script(word[j]) != "w":
+                j += 1
+            if word[i:j] in runs:
+                out.append(text[pos : start + i])
+                out.append(" ")
+                pos = start + j
+            i = j
+    out.append(text[pos:])
+    return " ".join("".join(out).split())
+
+
 def is_word(surface: str) -> bool:
     """True for a word of a spaced script (not a character n-gram of Japanese, Chinese, Thai...)."""
     return bool(surface) and _script(surface[0]) == "w"
