@@ -77,10 +77,10 @@ def ensure_bench_model(quiet: bool = False) -> Path:
     return folder
 
 
-def load_questions() -> list[dict[str, Any]]:
+def load_questions(path: Path = QUESTIONS) -> list[dict[str, Any]]:
     import yaml
 
-    return yaml.safe_load(QUESTIONS.read_text(encoding="utf-8"))["questions"]
+    return yaml.safe_load(path.read_text(encoding="utf-8"))["questions"]
 
 
 def open_graph(tmpdir: str) -> Any:
@@ -383,13 +383,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", help="model2vec folder or hub id (default: the distilled benchmark model)")
     ap.add_argument("--calibrate", action="store_true",
                     help="grid-search fusion weights and abstention thresholds, in-sample and cross-validated")
+    ap.add_argument("--questions", type=Path, default=QUESTIONS, help="another question file")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a constant of trike/search/index.py for this run (ablations), e.g. READ_STRIP=0")
     ap.add_argument("--folds", type=int, default=5, help="folds of the cross-validation (default 5)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     model = args.model or str(ensure_bench_model())
-    questions = load_questions()
+    questions = load_questions(args.questions)
+    from trike.search import index as I  # noqa: N812
+
+    for item in args.set:
+        name, _, value = item.partition("=")
+        if not hasattr(I, name):
+            raise SystemExit(f"--set: trike/search/index.py has no constant {name}")
+        setattr(I, name, type(getattr(I, name))(float(value)) if not isinstance(getattr(I, name), bool)
+                else value.lower() in ("1", "true", "yes"))
     with tempfile.TemporaryDirectory() as tmp:
         db = open_graph(tmp)
         check_answers(db, questions)

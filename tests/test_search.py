@@ -358,3 +358,48 @@ def test_cli_rejects_bad_filters(db: TrikeDB, capsys: pytest.CaptureFixture[str]
     assert main(["search", str(db.path), "x", "-k", "0"]) == 2
     assert main(["search", str(db.path), "x", "--as-of", "yesterday"]) == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_drop_runs_removes_only_the_given_space_less_runs() -> None:
+    text = "POS売上日次取込 (POS daily sales load) schedule 毎日 午前3時"
+    assert T.space_less_runs(text) == ["売上日次取込", "毎日", "午前", "時"]
+    assert T.drop_runs(text, {"売上日次取込", "毎日"}) == "POS (POS daily sales load) schedule 午前3時"
+    assert T.drop_runs("ascii only", {"x"}) == "ascii only"
+
+
+def test_text_the_model_cannot_read_is_not_given_to_it(tiny_model: Path) -> None:
+    from trike.search.embed import get_embedder
+
+    emb, _ = get_embedder(str(tiny_model))
+    assert emb is not None
+    assert emb.readable("car owner") == "car owner"
+    assert emb.readable("売上テーブル (sales table)") == "(sales table)"
+    assert emb.readable("売上テーブルの所有者は？") == ""  # nothing left but punctuation
+
+
+def test_unreadable_parts_do_not_drown_the_readable_ones(db: TrikeDB) -> None:
+    from trike.search import _index
+
+    idx, semantic, _ = _index(db, None)
+    assert semantic
+    # a Japanese-only question gives the tiny English model nothing to read: lexical ranking only
+    r = idx.rank("売上テーブル")
+    assert r.semantic_order == [] and r.order
+    assert idx.docs[r.order[0]].sentence.startswith("売上テーブル")
+    # the English alias of a Japanese node is what the model embeds: a synonym of it reaches the node's
+    # facts through the semantic signal alone ("revenue" shares no word with "sales table")
+    r = idx.rank("revenue")
+    top = [idx.docs[i] for i in r.semantic_order[:3]]
+    assert any("売上テーブル" in d.sentence for d in top)
+    # the Japanese part of a document has no vector of its own: the node's vector is its English alias's
+    j = idx.node_doc["売上テーブル"]
+    assert "売上テーブル" not in idx.row_by_text and "(sales table)" in idx.row_by_text
+    assert j is not None
+
+
+def test_drop_runs_every_run_matches_dropping_each() -> None:
+    for text in ["POS売上日次取込 (POS daily) 毎日 午前3時", "Ｆｕｌｌ ﾃｽﾄ です", "data 데이터", "a b 々"]:
+        runs = set(T.space_less_runs(text))
+        assert T.drop_runs(text, runs, every=True) == T.drop_runs(text, runs)
+    # Thai vowel marks are no word characters for `re`: only `every` drops them with their letters
+    assert T.drop_runs("ข้อมูล data", set(), every=True) == "data"

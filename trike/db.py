@@ -293,7 +293,8 @@ class TrikeDB:
 
     def _persist(self) -> None:
         st = self.storage
-        if self._rewrite or (self._pending_lines and not (self._appendable and self._exists)):
+        can_append = self._appendable and self._exists and hasattr(st, "append_text")
+        if self._rewrite or (self._pending_lines and not can_append):
             text = yamlfile.dump(self._data())
             st.write_text(text)
             raw = text.encode("utf-8")

@@ -11,7 +11,9 @@ import importlib
 import importlib.util
 import sys
 
-COMMAND_MODULES = ("cmd_core", "cmd_search", "cmd_rules", "cmd_docs", "cmd_mcp", "cmd_serve", "cmd_ui")
+COMMAND_MODULES = (
+    "cmd_core", "cmd_search", "cmd_rules", "cmd_docs", "cmd_mcp", "cmd_serve", "cmd_ui", "cmd_workspace",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -40,11 +40,27 @@ def open_db(path: str, *, must_exist: bool = True):
     from .. import TrikeDB
     from ..errors import TrikeError
 
+    if path.startswith(("http://", "https://")):
+        from ..workspace import open_any
+
+        return open_any(path)  # a remote graph, read-only
     p = Path(path)
+    if p.is_dir():
+        from ..workspace import WORKSPACE_NAMES, open_workspace
+
+        for name in WORKSPACE_NAMES:
+            if (p / name).is_file():
+                return open_workspace(p / name)
+        raise TrikeError(f"{path}: is a directory, not a graph file (and has no workspace.yaml)")
     if must_exist and not p.exists():
         raise TrikeError(f"{path}: no such file (create one with `trike init {path}`)")
-    if p.is_dir():
-        raise TrikeError(f"{path}: is a directory, not a graph file")
+    if p.exists():
+        from ..workspace import is_workspace
+
+        if is_workspace(p):
+            from ..workspace import open_workspace
+
+            return open_workspace(p)  # read commands work on a workspace; writes say it is read-only
     return TrikeDB(p)
 
 

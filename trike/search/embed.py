@@ -112,8 +112,11 @@ class Embedder:
         runs = space_less_runs(text)
         if not runs:
             return text
-        bad = {r for r, b in zip(runs, self._unread_runs(runs), strict=True) if b}
-        return drop_runs(text, bad) if bad else text
+        unread = self._unread_runs(runs)
+        if not any(unread):
+            return text
+        kept = drop_runs(text, {r for r, b in zip(runs, unread, strict=True) if b}, every=all(unread))
+        return kept if any(ch.isalnum() for ch in kept) else ""  # punctuation alone says nothing
 
     def encode_with_norms(self, texts: Sequence[str]) -> tuple[Any, Any]:
         """Unit vectors (float32, shape (n, dim)) and the length of each raw mean vector. A text with no

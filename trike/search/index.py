@@ -26,6 +26,9 @@ RRF_K = 10  # reciprocal rank fusion: score = sum over signals of weight / (RRF_
 W_LEXICAL = 1.0
 W_SEMANTIC = 1.0
 READ_CHECK = True  # the semantic list counts less for text the model reads only letter by letter
+# ... and such text is left out of what the model is given (of a document's parts and of the question):
+# to the model it is noise that pulls the vector away from what the rest of the text says
+READ_STRIP = True
 CANDIDATES = 200  # how deep each signal's list goes into the fusion
 # A node whose own sentence matches well lifts its facts (the question may describe the node and ask
 # about one of its relations); a lifted fact does not pass the node itself.
@@ -45,8 +48,8 @@ EVIDENCE_DOCS = 10  # how many of the best fused documents are examined
 # cosine between unrelated tokens (linear in between)
 SOFT_LOW, SOFT_HIGH = 2.5, 4.5
 MIN_COVERAGE = 0.15  # lexical only: abstain below this coverage
-MIN_SOFT_COVERAGE = 0.575  # with a model: abstain below this soft coverage ...
-MIN_COVERAGE_WITH_MODEL = 0.6  # ... unless the exact coverage reaches this
+MIN_SOFT_COVERAGE = 0.54  # with a model: abstain below this soft coverage ...
+MIN_COVERAGE_WITH_MODEL = 0.5  # ... unless the exact coverage reaches this
 
 FACT_WEIGHTS = (W_SUBJECT, W_PREDICATE, W_OBJECT, W_ATTRS)
 
@@ -69,6 +72,7 @@ class Features:
     soft_coverage: float = 0.0
     cosine: float = 0.0
     lexical_hits: int = 0
+    cosine_z: float = 0.0  # how far the best cosine stands above the others (standard deviations)
 
     def as_dict(self) -> dict[str, float]:
         return {
@@ -76,6 +80,7 @@ class Features:
             "soft_coverage": round(self.soft_coverage, 4),
             "cosine": round(self.cosine, 4),
             "lexical_hits": self.lexical_hits,
+            "cosine_z": round(self.cosine_z, 4),
         }
 
 
@@ -271,7 +276,7 @@ class SearchIndex:
                 e = cache.embed_of(t)
                 r = readable.get(e)
                 if r is None:
-                    r = readable[e] = embedder.readable(e) if READ_CHECK else e
+                    r = readable[e] = embedder.readable(e) if READ_STRIP else e
                 # a part the model cannot read at all (Japanese for an English model) has no vector
                 text_row[tid] = embed_rows.setdefault(r, len(embed_rows)) if r.strip() else -1
             tv = np.zeros((len(embed_rows) + 1, embedder.dim), dtype=np.float32)  # last row: zeros
@@ -404,7 +409,7 @@ class SearchIndex:
         semantic = self.embedder is not None and self.text_vectors is not None
         if semantic and n and query.strip():
             qtext = T.embed_text(query)
-            if READ_CHECK:
+            if READ_STRIP:
                 qtext = self.embedder.readable(qtext)  # type: ignore[union-attr]
             qv = self.embedder.encode([qtext])[0] if qtext.strip() else None  # type: ignore[union-attr]
             if qv is not None and float(np.abs(qv).sum()) > 0:
@@ -422,6 +427,9 @@ class SearchIndex:
                 sem_top = top[cos[top] > 0]
                 if sem_top.size:
                     feats.cosine = float(cos[sem_top[0]])
+                    valid = cos if mask is None else cos[mask]
+                    sd = float(valid.std()) if valid.size > 1 else 0.0
+                    feats.cosine_z = (feats.cosine - float(valid.mean())) / sd if sd > 1e-9 else 0.0
         # reciprocal rank fusion, scaled so that a document first in every list is near 1; the semantic
         # list counts less for a question the model partly cannot read (see Embedder.unread_share)
         w_sem = W_SEMANTIC

@@ -301,10 +301,19 @@ def space_less_runs(text: str) -> list[str]:
     return out
 
 
-def drop_runs(text: str, runs: set[str]) -> str:
+# the letters `_script` puts in a script written without spaces
+_SPACE_LESS = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u1100-\u11ff\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+    "\u4e00-\u9fff\u3400-\u4dbf\uf900-\ufaff\u3005\uac00-\ud7af\u3130-\u318f\U00020000-\U0002ffff]+"
+)
+
+
+def drop_runs(text: str, runs: set[str], every: bool = False) -> str:
     """`text` (NFKC) with each of the given space-less runs (as `space_less_runs` cuts them) replaced by a
-    space; spaces are then collapsed."""
+    space, or with every such run when `every`; spaces are then collapsed."""
     text = unicodedata.normalize("NFKC", text)
+    if every:
+        return " ".join(_SPACE_LESS.sub(" ", text).split())
     out: list[str] = []
     pos = 0
     for m in _WORD_RUN.finditer(text):
