@@ -678,6 +678,26 @@ def _search_widen(db: Any, question: str, when: dict | None) -> dict | None:
         return None
 
 
+def _loose_preds(idx: _Index, ents: list[str], masked: str) -> list[tuple[str, str]]:
+    """Predicates named by one of their words ("who owns X" -> OWNED_BY, "retention of X" ->
+    retention_days), among the facts of the named entities only: word stems (3+ letters) that are
+    prefixes of each other match."""
+    qs = {t for t in terms(masked) if t.isascii() and t.isalpha() and len(t) >= 3}
+    if not qs:
+        return []
+    out: list[tuple[str, str]] = []
+    for e in ents[:3]:
+        for i in idx.out.get(e, []):
+            p = idx.facts[i][1]
+            if ("pred", p) in out:
+                continue
+            words = {_stem(w) for w in re.split(r"[\s_\-]+", _humanize(p).casefold())
+                     if len(w) >= 3 and w.isascii() and w.isalpha() and w not in _STOP}
+            if any(q.startswith(w) or w.startswith(q) for w in words for q in qs):
+                out.append(("pred", p))
+    return out
+
+
 def ask(db: Any, question: str, budget_tokens: int = 2000) -> dict:
     """Answer `question` from the graph: a direct answer with its sources when one fact (or node)
     answers it, plus an evidence set cut to `budget_tokens`; `not_in_graph` when nothing relevant is in
@@ -716,6 +736,9 @@ def ask(db: Any, question: str, budget_tokens: int = 2000) -> dict:
             if v not in preds:
                 preds.append(v)
 
+    if ents and not preds:
+        preds = _loose_preds(idx, ents, masked)
+
     qterms = terms(question)
     content = [t for t in dict.fromkeys(terms(masked)) if t not in _QWORDS]
     if when is not None:
@@ -731,7 +754,7 @@ def ask(db: Any, question: str, budget_tokens: int = 2000) -> dict:
             pinned_answer = found  # "why did X's P change?": the values lead the evidence, not the answer
         else:
             answer = found
-    if answer is None and ents and not preds and not reason_intent and _DEFINE.search(qn) and len(content) <= 1:
+    if answer is None and ents and not preds and not reason_intent and _DEFINE.search(qn) and not content:
         e = ents[0]
         props = idx.nodes.get(e) or {}
         if props.get("description") or props.get("title"):
