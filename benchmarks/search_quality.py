@@ -204,7 +204,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 # of them and scores the held-out one, so the figure says how the chosen setting does on questions it was
 # not fitted to.
 
-ABSTAIN_NAMES = ("SOFT_LOW", "SOFT_HIGH", "MIN_SOFT_COVERAGE", "MIN_COVERAGE_WITH_MODEL", "MIN_COVERAGE")
+ABSTAIN_NAMES = ("SOFT_LOW", "SOFT_HIGH", "MIN_SOFT_COVERAGE", "MIN_COVERAGE_WITH_MODEL", "MIN_COVERAGE",
+                 "MAX_RELATION_GAP")
 FUSION_NAMES = ("W_SEMANTIC", "RRF_K", "PROPAGATE")
 MAX_WRONGLY_ABSTAINED = 0.05
 
@@ -328,12 +329,13 @@ def abstention_settings(db: Any, questions: list[dict[str, Any]], model: str | N
         with _with(I, {"SOFT_LOW": lo, "SOFT_HIGH": hi}):
             feats = [I.Features(**r["features"]) for r in evaluate(db, questions, model)["rows"]]
         if semantic:
-            grid = itertools.product([x / 100 for x in range(30, 80, 2)], [x / 10 for x in range(4, 11)], [1.0])
+            grid = itertools.product([x / 100 for x in range(30, 80, 2)], [x / 10 for x in range(4, 11)], [1.0],
+                                     [2.0, 3.0, 4.0, 5.0, 6.0, float("inf")])
         else:
-            grid = itertools.product([0.0], [1.0], [x / 100 for x in range(5, 60, 5)])
-        for soft, cov_model, cov in grid:
+            grid = itertools.product([0.0], [1.0], [x / 100 for x in range(5, 60, 5)], [float("inf")])
+        for soft, cov_model, cov, gap in grid:
             params = {"SOFT_LOW": lo, "SOFT_HIGH": hi, "MIN_SOFT_COVERAGE": soft,
-                      "MIN_COVERAGE_WITH_MODEL": cov_model, "MIN_COVERAGE": cov}
+                      "MIN_COVERAGE_WITH_MODEL": cov_model, "MIN_COVERAGE": cov, "MAX_RELATION_GAP": gap}
             with _with(I, params):
                 out.append((params, [I.is_relevant(f, semantic) for f in feats]))
     return out

@@ -301,6 +301,10 @@ def _bulk_triples(lines: list[str], start: int, end: int) -> list | None:
     found = _SIMPLE_ML.findall("\n".join(lines[start + 1:end]))
     if len(found) != end - start - 1:
         return None
+    return _bulk_convert(found)
+
+
+def _bulk_convert(found: list) -> list | None:
     out = []
     append = out.append
     cache = _name_cache
@@ -440,6 +444,67 @@ def _absorb(data: GraphData, key: str, value: Any, path: str | None, line: int |
         data.extras[str(key)] = value
 
 
+_TOP_LINE = re.compile(r"^[^\s#\-][^\n]*$", re.M)
+
+
+def _fast_parse(text: str, path: str | None) -> GraphData | None:
+    """The canonical layout without splitting the whole text into lines: top-level keys found by one
+    regex pass, the (last) triples section read in one pass over the text. None when the file is
+    anything else; the general reader then handles it (and names lines in its errors)."""
+    if not text.endswith("\n") or "\n---" in text or text.startswith("---") or "&" in text:
+        return None
+    tops = [(m.start(), m.group()) for m in _TOP_LINE.finditer(text)]
+    if not tops or tops[0][0] != 0 or tops[-1][1] != "triples:":
+        return None
+    data = GraphData(size=len(text))
+    body = tops[-1][0] + len("triples:\n")
+    end = len(text)
+    # in chunks, so that the regex's temporary strings stay small however big the file is
+    triples: list = []
+    pos = body
+    while pos < end:
+        stop = text.find("\n", min(pos + 4_000_000, end - 1)) + 1 or end
+        found = _SIMPLE_ML.findall(text, pos, stop)
+        if len(found) != text.count("\n", pos, stop):
+            return None
+        part = _bulk_convert(found)
+        if part is None:
+            return None
+        triples.extend(part)
+        pos = stop
+    for (start, line), nxt in zip(tops[:-1], tops[1:], strict=True):
+        chunk = text[start:nxt[0]]
+        m = _TOP_KEY.match(line)
+        if not m:
+            return None
+        key = m.group(1)
+        rest = (m.group(2) or "").strip()
+        if key[0] in "'\"" or key in ("triples",):
+            return None
+        if key == "nodes" and not rest:
+            sec = chunk.split("\n")
+            if sec and sec[-1] == "":
+                sec.pop()
+            try:
+                _parse_nodes_section(sec, 0, len(sec), path, data)
+            except (_NotCanonical, LoadError):
+                return None
+            continue
+        try:
+            loaded = yaml.load(chunk, Loader=yaml.CSafeLoader)
+        except yaml.YAMLError:
+            return None
+        if not isinstance(loaded, dict) or len(loaded) != 1 or key in data.extras:
+            return None
+        try:
+            _absorb(data, key, loaded[key], path, None)
+        except (LoadError, KeyError):
+            return None
+    data.triples = triples
+    data.appendable = True
+    return data
+
+
 def parse(text: str, path: str | None = None) -> GraphData:
     """Parse a graph file. Raises LoadError naming the file, line and problem."""
     data = GraphData(size=len(text))
@@ -447,6 +512,9 @@ def parse(text: str, path: str | None = None) -> GraphData:
         text = text[1:]
     if not text.strip():
         return data
+    fast = _fast_parse(text, path)
+    if fast is not None:
+        return fast
     lines = text.split("\n")
     ends_clean = text.endswith("\n")
     if ends_clean:

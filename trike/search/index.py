@@ -48,8 +48,16 @@ EVIDENCE_DOCS = 10  # how many of the best fused documents are examined
 # cosine between unrelated tokens (linear in between)
 SOFT_LOW, SOFT_HIGH = 2.5, 4.5
 MIN_COVERAGE = 0.15  # lexical only: abstain below this coverage
-MIN_SOFT_COVERAGE = 0.54  # with a model: abstain below this soft coverage ...
-MIN_COVERAGE_WITH_MODEL = 0.5  # ... unless the exact coverage reaches this
+MIN_SOFT_COVERAGE = 0.48  # with a model: abstain below this soft coverage ...
+MIN_COVERAGE_WITH_MODEL = 1.0  # ... unless the exact coverage reaches this
+# Relation check (with a model): when the question names a node (ENTITY_MATCH: the IDF-weighted share of
+# one of the node's names present in the question), the rest of the question must ask for a relation or
+# property that node has. The gap is how much better (in standard deviations of the model's similarity
+# between unrelated tokens) the best predicate or property key of the whole graph fits the rest of the
+# question than the best one of the node's own facts (either direction) and properties; abstain at or above
+# MAX_RELATION_GAP ("Who is the vendor of Airflow?" when Airflow has no VENDOR fact but others do).
+ENTITY_MATCH = 0.6
+MAX_RELATION_GAP = 4.0
 
 FACT_WEIGHTS = (W_SUBJECT, W_PREDICATE, W_OBJECT, W_ATTRS)
 
@@ -73,6 +81,7 @@ class Features:
     cosine: float = 0.0
     lexical_hits: int = 0
     cosine_z: float = 0.0  # how far the best cosine stands above the others (standard deviations)
+    relation_gap: float = 0.0  # see MAX_RELATION_GAP (0 when the question names no node)
 
     def as_dict(self) -> dict[str, float]:
         return {
@@ -81,6 +90,7 @@ class Features:
             "cosine": round(self.cosine, 4),
             "lexical_hits": self.lexical_hits,
             "cosine_z": round(self.cosine_z, 4),
+            "relation_gap": round(self.relation_gap, 4),
         }
 
 
@@ -144,7 +154,8 @@ def is_relevant(f: Features, semantic: bool) -> bool:
     """The "nothing found" decision (False = abstain)."""
     if not semantic:
         return f.lexical_hits > 0 and f.coverage >= MIN_COVERAGE
-    return f.soft_coverage >= MIN_SOFT_COVERAGE or f.coverage >= MIN_COVERAGE_WITH_MODEL
+    covered = f.soft_coverage >= MIN_SOFT_COVERAGE or f.coverage >= MIN_COVERAGE_WITH_MODEL
+    return covered and f.relation_gap < MAX_RELATION_GAP
 
 
 class TextCache:
@@ -218,6 +229,8 @@ class SearchIndex:
         self._by_subject: dict[str, list[dict[str, Any]]] | None = None
         self._subject_docs: dict[str, list[int]] | None = None
         self._words: dict[str, tuple[Any, float]] = {}
+        self._names: tuple[dict[str, list[list[str]]], dict[str, set[str]]] | None = None
+        self._relations: tuple[Any, dict[str, Any]] | None = None
         self._valid_cache: dict[str | None, Any] = {}
 
         # distinct part texts; slot k of document i is text part_ids[i, k] (-1: none)
@@ -468,6 +481,8 @@ class SearchIndex:
         signals = Signals(set(lex_top.tolist()), set(sem_top.tolist()), lifted_by)
         if order:
             self._evidence(query, order[:EVIDENCE_DOCS], feats)
+            if semantic:
+                feats.relation_gap = self._relation_gap(query)
         relevant = bool(order) and is_relevant(feats, semantic)
         return Ranking(order, fused, signals, feats, relevant, lex_top.tolist(), sem_top.tolist())
 
@@ -490,16 +505,108 @@ class SearchIndex:
         )
 
     def _context(self, i: int) -> tuple[set[str], list[str]]:
-        """A document's terms and surface words, with those of its subject node's sentence."""
+        """A document's terms (with those of its subject node's sentence), and the surface words of what it
+        says about its subject (a fact's predicate, object and attributes; a node's type and properties).
+
+        A question word counts as covered when the document (or its subject) has it, or when what the
+        document says has a near word: the subject's own names and description match only exactly, so a
+        near word there ("Apache" for "vendor") does not pass for the relation asked."""
         d = self.docs[i]
         parts = list(d.parts)
+        said = parts[1:]
         if d.fact is not None:
             j = self.node_doc.get(str(d.fact["s"]))
             if j is not None:
                 parts.extend(self.docs[j].parts)
-        found = [u for t in parts if t for u in self.cache.units_of(t)]
+        terms = {t for p in parts if p for t, _ in self.cache.units_of(p)}
         # near matches are looked for among words only: a character n-gram of Japanese text is no word
-        return {t for t, _ in found}, list(dict.fromkeys(w for _, w in found if T.is_word(w)))
+        words = [w for p in said if p for _, w in self.cache.units_of(p) if T.is_word(w)]
+        return terms, list(dict.fromkeys(words))
+
+    # ----------------------------------------------------------------------------------------------------
+    def _name_index(self) -> tuple[dict[str, list[list[str]]], dict[str, set[str]]]:
+        """The terms of each node's names (its name and its label-like props), and the nodes of each term."""
+        if self._names is None:
+            names: dict[str, list[list[str]]] = {}
+            by_term: dict[str, set[str]] = {}
+            for name in set(self.nodes) | set(self.by_subject()):
+                if not self.is_entity(name):
+                    continue
+                lists = []
+                for text in [str(name), *T.aliases(self.nodes.get(name))]:
+                    got = list(dict.fromkeys(t for t, _ in self.cache.units_of(text)))
+                    if got:
+                        lists.append(got)
+                        for t in got:
+                            by_term.setdefault(t, set()).add(name)
+                names[name] = lists
+            self._names = (names, by_term)
+        return self._names
+
+    def _relation_index(self) -> tuple[Any, dict[str, Any]]:
+        """Unit vectors (rows) of every predicate phrase and property key of the graph, and for each node
+        the rows of the relations it has (its facts in either direction, its properties)."""
+        if self._relations is None:
+            import numpy as np
+
+            texts: dict[str, int] = {}
+            around: dict[str, set[int]] = {}
+            for d in self.docs:
+                if d.fact is not None:
+                    k = texts.setdefault(d.parts[1], len(texts))
+                    around.setdefault(str(d.fact["s"]), set()).add(k)
+                    if isinstance(d.fact["o"], str):
+                        around.setdefault(d.fact["o"], set()).add(k)
+                else:
+                    for key in d.props or {}:
+                        if key != "type" and not T._is_alias_key(key):
+                            k = texts.setdefault(T.humanize(str(key)), len(texts))
+                            around.setdefault(d.name or "", set()).add(k)
+            emb = self.embedder
+            vecs = emb.encode([emb.readable(T.embed_text(t)) for t in texts])  # type: ignore[union-attr]
+            self._relations = (vecs, {n: np.fromiter(v, dtype=np.int64) for n, v in around.items()})
+        return self._relations
+
+    def _relation_gap(self, query: str) -> float:
+        """See MAX_RELATION_GAP: for each node the question names, how much better the graph's best
+        relation fits the rest of the question than the node's own best; the smallest over those nodes."""
+        import numpy as np
+
+        qunits: dict[str, str] = {}
+        for t, w in T.units(query):
+            qunits.setdefault(t, w)
+        names, by_term = self._name_index()
+        candidates: set[str] = set()
+        for t in qunits:
+            candidates |= by_term.get(t, set())
+        if not candidates:
+            return 0.0
+        vecs, around = self._relation_index()
+        _, sigma = self.embedder.similarity_baseline()  # type: ignore[union-attr]
+        gaps: list[float] = []
+        for name in candidates:
+            mine = around.get(name)
+            if mine is None or not mine.size:
+                continue
+            share, matched = 0.0, set()
+            for terms in names[name]:
+                idf = np.array([self.bm25.idf(t) for t in terms])
+                hit = np.array([t in qunits for t in terms])
+                s = float((idf * hit).sum() / idf.sum()) if idf.sum() > 0 else 0.0
+                if s > share:
+                    share, matched = s, {t for t in terms if t in qunits}
+            if share < ENTITY_MATCH:
+                continue
+            rest = [w for t, w in qunits.items() if t not in matched]
+            text = self.embedder.readable(T.embed_text(" ".join(rest))) if rest else ""  # type: ignore[union-attr]
+            qv = self.embedder.encode([text])[0] if text.strip() else None  # type: ignore[union-attr]
+            if qv is None or not float(np.abs(qv).sum()):
+                return 0.0  # the question only names the node: anything about it answers
+            sims = vecs @ qv
+            gaps.append((float(sims.max()) - float(sims[mine].max())) / sigma)
+            if gaps[-1] <= 0.0:
+                break
+        return max(0.0, min(gaps)) if gaps else 0.0
 
     def _evidence(self, query: str, top: list[int], feats: Features) -> None:
         """Fill `coverage` and `soft_coverage`: how well one of the `top` documents covers the query."""
