@@ -75,6 +75,11 @@ def test_read_endpoints(http: httpx.Client) -> None:
     assert ttl.status_code == 200 and ttl.headers["content-type"].startswith("text/turtle")
     assert "t:knows" in ttl.text or "urn:trike:knows" in ttl.text
     assert http.get("/export", params={"format": "nt"}).headers["content-type"] == "application/n-triples"
+    # the graph itself, for a workspace member served by trike (conditional GET with the ETag)
+    raw = http.get("/export", params={"format": "yaml"})
+    assert raw.status_code == 200 and "- {s: alice, p: knows, o: bob, source: wiki}" in raw.text
+    again = http.get("/export", params={"format": "yaml"}, headers={"If-None-Match": raw.headers["etag"]})
+    assert again.status_code == 304
 
     page = http.get("/")  # the UI: one self-contained HTML page of the graph
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")

@@ -850,7 +850,8 @@ class TrikeDB:
             return G
 
     def export(self, format: str = "ttl") -> str:
-        """The RDF projection as Turtle (`ttl`), N-Triples (`nt`) or JSON-LD (`jsonld`)."""
+        """The RDF projection as Turtle (`ttl`), N-Triples (`nt`) or JSON-LD (`jsonld`); `yaml` gives the
+        graph itself in canonical trike YAML."""
         import pyoxigraph as ox
 
         from .rdf import PREFIXES, graph_ntriples
@@ -858,13 +859,15 @@ class TrikeDB:
         fmt = format.lower().lstrip(".")
         with self._lock:
             g = self._read()
+            if fmt in ("yaml", "yml"):
+                return yamlfile.dump(self._data())  # the graph itself, in canonical form
             nt = graph_ntriples(g.facts, g.nodes, self._onto.is_literal_predicate)
         if fmt in ("nt", "ntriples", "n-triples"):
             return nt
         formats = {"ttl": ox.RdfFormat.TURTLE, "turtle": ox.RdfFormat.TURTLE,
                    "jsonld": ox.RdfFormat.JSON_LD, "json-ld": ox.RdfFormat.JSON_LD}
         if fmt not in formats:
-            raise TrikeError(f"unknown export format {format!r}: use ttl, nt or jsonld")
+            raise TrikeError(f"unknown export format {format!r}: use ttl, nt, jsonld or yaml")
         store = ox.Store()
         if nt:
             store.bulk_load(nt.encode("utf-8"), ox.RdfFormat.N_TRIPLES)

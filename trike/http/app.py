@@ -465,11 +465,15 @@ def create_app(
         fmt = (request.query_params.get("format") or "ttl").lower()
         media = {"ttl": "text/turtle; charset=utf-8", "turtle": "text/turtle; charset=utf-8",
                  "nt": "application/n-triples", "ntriples": "application/n-triples",
-                 "jsonld": "application/ld+json", "json-ld": "application/ld+json"}.get(fmt)
+                 "jsonld": "application/ld+json", "json-ld": "application/ld+json",
+                 "yaml": "application/yaml; charset=utf-8", "yml": "application/yaml; charset=utf-8"}.get(fmt)
         if media is None:
-            raise _Bad(f"unknown export format {fmt!r}: use ttl, nt or jsonld")
+            raise _Bad(f"unknown export format {fmt!r}: use ttl, nt, jsonld or yaml")
+        etag = '"' + (await run_in_threadpool(db.content_hash)).split(":", 1)[-1][:32] + '-' + fmt + '"'
+        if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
+            return Response(status_code=304, headers={"ETag": etag})
         text = await run_in_threadpool(db.export, fmt)
-        return Response(text.encode("utf-8"), media_type=media)
+        return Response(text.encode("utf-8"), media_type=media, headers={"ETag": etag})
 
     def _fact_args(item: Any, who: str | None) -> tuple[str, str, Any, dict[str, Any]]:
         if not isinstance(item, dict):

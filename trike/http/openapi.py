@@ -83,8 +83,9 @@ def openapi_document(*, title: str = "trike", version: str = "0.1.0", server_url
                                      _param("k", "results", schema={"type": "integer"}), asof])},
         "/stats": {"get": _op("Counts of facts, nodes, predicates and types")},
         "/ontology": {"get": _op("The declared predicates and classes")},
-        "/export": {"get": _op("The RDF projection", params=[_param(
-            "format", "ttl (default), nt or jsonld", schema={"enum": ["ttl", "nt", "jsonld"]})])},
+        "/export": {"get": _op("The RDF projection, or the graph itself as canonical trike YAML "
+                               "(ETag / If-None-Match supported)", params=[_param(
+            "format", "ttl (default), nt, jsonld or yaml", schema={"enum": ["ttl", "nt", "jsonld", "yaml"]})])},
         "/triples": {
             "post": _op("Add facts through the ontology gate (one fact, a list, or {\"triples\": [...]})",
                         write=True,
