@@ -138,14 +138,14 @@ def main() -> None:
             r = run(CHILD, str(path))
             f = run(FLOOR, str(nt))
             rows.append((n, size, r, f))
-    hdr = ("triples", "file MB", "load→1st answer s", "oxigraph load s", "peak MB", "B/triple",
+    hdr = ("triples", "file MB", "load→1st answer s", "oxigraph load s", "peak MB", "B/triple", "ox peak MB",
            "add p50 ms", "add max ms", "1-hop ms", "ox 1-hop ms", "2-hop ms", "ox 2-hop ms", "query() ms")
     print("| " + " | ".join(hdr) + " |")
     print("|" + "---|" * len(hdr))
     for n, size, r, f in rows:
         print("| " + " | ".join([
             f"{n:,}", f"{size / 1e6:.1f}", f"{r['load']:.2f}", f"{f['load']:.2f}", f"{r['rss'] / 1e6:.0f}",
-            f"{r['rss'] / n:.0f}", f"{r['add_p50'] * 1e3:.2f}", f"{r['add_max'] * 1e3:.2f}",
+            f"{r['rss'] / n:.0f}", f"{f['rss'] / 1e6:.0f}", f"{r['add_p50'] * 1e3:.2f}", f"{r['add_max'] * 1e3:.2f}",
             f"{r['q1'] * 1e3:.3f}", f"{f['q1'] * 1e3:.3f}", f"{r['q2'] * 1e3:.3f}", f"{f['q2'] * 1e3:.3f}",
             f"{r['query'] * 1e3:.3f}",
         ]) + " |")
