@@ -465,21 +465,7 @@ class TrikeDB:
                     new[str(k)] = v
             if new == old and name in g.nodes:
                 return dict(new)
-            if self._onto.enabled and new.get("type") != (old or {}).get("type"):
-                trial = {**g.nodes, name: new}
-
-                def type_of(n: str) -> str | None:
-                    t = (trial.get(n) or {}).get("type")
-                    return t if isinstance(t, str) else None
-
-                for key in list(g.keys_for(name, None, None)) + list(g.keys_for(None, None, name)):
-                    self._onto.check_types(key[0], key[1], key[2], type_of)
-            self._mutated = True
-            g.nodes[name] = new
-            if self._proj is not None:
-                self._proj.set_node(name, old, new)
-            self._changed()
-            self._rewrite = True
+            self._set_node_locked(name, new, keep_empty=True)
             return dict(new)
 
     def remove_node(self, name: str) -> int:
@@ -782,7 +768,9 @@ class TrikeDB:
             return {"added": len(changes["add_facts"]), "removed": len(changes["remove_facts"]),
                     "nodes_changed": len(changes["node_props"])}
 
-    def _set_node_locked(self, name: str, props: dict) -> None:
+    def _set_node_locked(self, name: str, props: dict, keep_empty: bool = False) -> None:
+        """Replace a node's properties (the caller holds the write lock). A new `type` is checked
+        against the domain/range of the node's facts first."""
         g = self._graph
         old = g.nodes.get(name)
         new = dict(props)
@@ -796,7 +784,7 @@ class TrikeDB:
             for key in list(g.keys_for(name, None, None)) + list(g.keys_for(None, None, name)):
                 self._onto.check_types(key[0], key[1], key[2], type_of)
         self._mutated = True
-        if new:
+        if new or keep_empty:
             g.nodes[name] = new
         else:
             g.nodes.pop(name, None)

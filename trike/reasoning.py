@@ -32,6 +32,7 @@ import re
 from typing import Any
 
 from .errors import OntologyError, TrikeError
+from .ontology import _as_list
 
 IS_A = "is_a"
 IS_A_DESCRIPTION = "node -> a class it belongs to besides its type (derived by trike infer)"
@@ -54,14 +55,6 @@ def _rdf_libs() -> tuple[Any, Any]:
     except ImportError as exc:  # pragma: no cover - the rdf extra is a test dependency
         raise TrikeError(f"inference needs rdflib and owlrl: pip install 'trike[rdf]' ({exc})") from None
     return rdflib, owlrl
-
-
-def _as_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value]
-    return [str(value)]
 
 
 def _spec_dict(spec: Any) -> dict:

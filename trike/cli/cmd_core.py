@@ -7,7 +7,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import add_json_flag, format_fact, format_value, open_db, parse_attrs, print_json, read_arg_text
+from .common import (
+    add_json_flag,
+    format_fact,
+    format_value,
+    open_db,
+    parse_attrs,
+    print_json,
+    print_mapping,
+    read_arg_text,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -279,14 +288,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     stats = db.stats()
     if args.json:
         print_json(stats)
-        return 0
-    for k, v in stats.items():
-        if isinstance(v, dict):
-            print(f"{k}:")
-            for kk, vv in v.items():
-                print(f"  {kk}: {vv}")
-        else:
-            print(f"{k}: {v}")
+    else:
+        print_mapping(stats)
     return 0
 
 

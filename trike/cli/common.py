@@ -91,6 +91,17 @@ def format_value(v: Any) -> str:
         return repr(v)
 
 
+def print_mapping(data: dict) -> None:
+    """`key: value` lines; nested mappings one level indented (stats and the like)."""
+    for k, v in data.items():
+        if isinstance(v, dict):
+            print(f"{k}:")
+            for kk, vv in v.items():
+                print(f"  {kk}: {format_value(vv) if isinstance(vv, (dict, list)) else vv}")
+        else:
+            print(f"{k}: {v}")
+
+
 def format_fact(f: dict) -> str:
     extra = {k: v for k, v in f.items() if k not in ("s", "p", "o")}
     text = f"{f['s']}  {f['p']}  {format_value(f['o'])}"
