@@ -162,7 +162,12 @@ class TrikeDB:
                 text = st.read_text()
             except StorageError:
                 raise
-            data = yamlfile.parse(text, getattr(st, "name", None))
+            if isinstance(st, LocalFileStorage):
+                from .parsecache import parse_file_text
+
+                data = parse_file_text(text, st.path)  # big files: through the parse cache
+            else:
+                data = yamlfile.parse(text, getattr(st, "name", None))
         graph = Graph()
         graph.load(data.triples, data.nodes)
         self._graph = graph
