@@ -21,12 +21,29 @@ def test_add_is_idempotent_and_updates_attributes(tmp_path):
 
 
 def test_file_is_created_on_first_write(tmp_path):
-    p = tmp_path / "sub" / "g.yaml"
+    p = tmp_path / "g.yaml"
     db = TrikeDB(p)
     assert not p.exists()
     assert db.match() == []
     db.add("a", "P", "b")
     assert p.exists()
+
+
+def test_a_missing_folder_is_an_error_not_created(tmp_path):
+    db = TrikeDB(tmp_path / "typo" / "g.yaml")
+    with pytest.raises(TrikeError, match="does not exist"):
+        db.add("a", "P", "b")
+    assert not (tmp_path / "typo").exists()
+
+
+def test_sparql_service_is_refused(pipeline_file):
+    db = TrikeDB(pipeline_file)
+    with pytest.raises(QueryError, match="SERVICE"):
+        db.sparql("SELECT * WHERE { SERVICE <http://127.0.0.1:9/sparql> { ?s ?p ?o } }")
+    with pytest.raises(QueryError, match="SERVICE"):
+        db.update("INSERT { ?s t:P ?o } WHERE { SERVICE <http://127.0.0.1:9/> { ?s ?p ?o } }")
+    # the word inside a string or an IRI is not a SERVICE clause
+    assert db.sparql('SELECT ?s WHERE { ?s ?p "SERVICE <http://x/>" }') == []
 
 
 def test_remove_patterns(pipeline_file):

@@ -719,23 +719,32 @@ class TrikeDB:
             self._proj = Projection(self._graph.facts, self._graph.nodes, self._onto.is_literal_predicate)
         return self._proj
 
-    def sparql(self, text: str) -> Any:
+    def sparql(self, text: str, *, allow_service: bool = False) -> Any:
         """Run a SPARQL 1.1 query with Oxigraph. SELECT -> list of dicts (typed values; trike names
-        for trike IRIs), ASK -> bool, CONSTRUCT/DESCRIBE -> list of {s, p, o}. Prefix `t:` is predeclared."""
+        for trike IRIs), ASK -> bool, CONSTRUCT/DESCRIBE -> list of {s, p, o}. Prefix `t:` is predeclared.
+        Federated `SERVICE` clauses (which fetch other endpoints) are refused unless `allow_service`."""
         if not isinstance(text, str) or not text.strip():
             raise QueryError("empty SPARQL query")
+        if not allow_service:
+            from .sparqltext import refuse_service
+
+            refuse_service(text)
         with self._lock:
             proj = self._projection()
         # Oxigraph queries read a snapshot: writers need not wait for a long query
         return proj.query(text)
 
-    def sparql_raw(self, text: str) -> Any:
+    def sparql_raw(self, text: str, *, allow_service: bool = False) -> Any:
         """Run a SPARQL query and return pyoxigraph's own result object (QuerySolutions,
         QueryBoolean or QueryTriples), for serializers such as the SPARQL protocol endpoint."""
         from .errors import QueryError as _QE
 
         if not isinstance(text, str) or not text.strip():
             raise _QE("empty SPARQL query")
+        if not allow_service:
+            from .sparqltext import refuse_service
+
+            refuse_service(text)
         with self._lock:
             proj = self._projection()
         from .rdf import PREFIXES
@@ -751,7 +760,10 @@ class TrikeDB:
         """Run a SPARQL UPDATE through the ontology gate: the update runs on a copy of the projection,
         the difference is mapped back to facts and node properties, and applied as one batch."""
         from .rdf import update_changes
+        from .sparqltext import refuse_service
 
+        if isinstance(text, str):
+            refuse_service(text)
         with self._writing():
             proj = self._projection()
             changes = update_changes(proj, text, self._onto)

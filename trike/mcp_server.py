@@ -83,57 +83,8 @@ _CAPABILITY_ISSUE = {"search": 4, "find": 4, "history": 5, "import_source": 8, "
 # SPARQL safety: read-only, no SERVICE, time limit
 # --------------------------------------------------------------------------------------------------
 
-# A small SPARQL lexer: enough to find the keywords of a query without being fooled by strings,
-# IRIs, comments, prefixed names or variables. Everything it skips (strings, IRIs, comments) is
-# skipped by a SPARQL parser too, so a SERVICE keyword cannot hide from it.
-_PN_CHARS_BASE = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u02ff\u0370-\u037d\u037f-\u1fff\u200c-\u200d" \
-                 "\u2070-\u218f\u2c00-\u2fef\u3001-\ud7ff\uf900-\ufdcf\ufdf0-\ufffd\U00010000-\U000effff"
-_PN_CHARS_U = _PN_CHARS_BASE + "_"
-_PN_CHARS = _PN_CHARS_U + "\\-0-9\u00b7\u0300-\u036f\u203f-\u2040"
-_PLX = r"(?:%[0-9A-Fa-f]{2}|\\[_~.\-!$&'()*+,;=/?#@%])"
-_PN_PREFIX = f"[{_PN_CHARS_BASE}](?:[{_PN_CHARS}.]*[{_PN_CHARS}])?"
-_PN_LOCAL = (f"(?:[{_PN_CHARS_U}:0-9]|{_PLX})"
-             f"(?:(?:[{_PN_CHARS}.:]|{_PLX})*(?:[{_PN_CHARS}:]|{_PLX}))?")
-_TOKEN_RE = (
-    r"""
-    (?P<ws>\s+)
-  | (?P<comment>\#[^\n\r]*)
-  | (?P<string>'''(?:[^'\\]|\\.|'(?!''))*(?:'''|\Z)
-             |\"\"\"(?:[^"\\]|\\.|"(?!""))*(?:\"\"\"|\Z)
-             |'(?:[^'\\\n\r]|\\.)*(?:'|\Z|(?=[\n\r]))
-             |"(?:[^"\\\n\r]|\\.)*(?:"|\Z|(?=[\n\r])))
-  | (?P<iri><(?:[^<>"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*>)
-  | (?P<var>[?$][""" + _PN_CHARS_U + r"""0-9][""" + _PN_CHARS_U + r"""0-9\u00b7\u0300-\u036f\u203f-\u2040]*)
-  | (?P<bnode>_:[""" + _PN_CHARS_U + r"""0-9](?:[""" + _PN_CHARS + r""".]*[""" + _PN_CHARS + r"""])?)
-  | (?P<pname>(?:""" + _PN_PREFIX + r""")?:(?:""" + _PN_LOCAL + r""")?)
-  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<other>.)
-    """
-)
-_token: "re.Pattern[str] | None" = None
-
-_QUERY_FORMS = {"SELECT", "CONSTRUCT", "ASK", "DESCRIBE"}
-_UPDATE_WORDS = {"INSERT", "DELETE", "LOAD", "CLEAR", "CREATE", "DROP", "COPY", "MOVE", "ADD"}
-
-
-def _sparql_words(text: str) -> list[str]:
-    """The bare words (keywords, function names) of a SPARQL text, upper-cased, in order."""
-    global _token
-    if _token is None:  # compiled on first use: keeps `import trike.mcp_server` cheap
-        _token = re.compile(_TOKEN_RE, re.VERBOSE | re.DOTALL)
-    words: list[str] = []
-    for m in _token.finditer(text):
-        if m.lastgroup == "word":
-            words.append(m.group().upper())
-    return words
-
-
-_UCHAR = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
-
-
-def _decode_uchar(m: "re.Match[str]") -> str:
-    code = int(m.group(1) or m.group(2), 16)
-    return chr(code) if code < 0x110000 and not 0xD800 <= code < 0xE000 else m.group(0)
+from .sparqltext import _QUERY_FORMS, _UPDATE_WORDS, keywords, refuse_service  # noqa: E402
+from .sparqltext import sparql_words as _sparql_words  # noqa: E402
 
 
 def check_readonly_query(text: str) -> None:
@@ -144,18 +95,8 @@ def check_readonly_query(text: str) -> None:
     """
     if not isinstance(text, str) or not text.strip():
         raise QueryError("the query is empty: give a SPARQL SELECT, ASK, CONSTRUCT or DESCRIBE query")
-    words = _sparql_words(text)
-    # SPARQL allows \uXXXX / \UXXXXXXXX escapes anywhere, to be decoded before parsing (Oxigraph
-    # decodes them only in strings and IRIs): check the decoded text too, so neither reading hides a
-    # keyword.
-    decoded = _UCHAR.sub(_decode_uchar, text)
-    if decoded != text:
-        words = words + _sparql_words(decoded)
-    if "SERVICE" in words:
-        raise QueryError(
-            "SERVICE (federated query) is refused: this server only queries its own graph and never "
-            "fetches other endpoints. Remove the SERVICE clause."
-        )
+    words = keywords(text)
+    refuse_service(text)
     # The first keyword after the prologue (BASE/PREFIX declarations) says what the text is.
     # No read query has a bare INSERT, DELETE, LOAD, ... anywhere (they are not function names).
     form = next((w for w in words if w not in ("BASE", "PREFIX")), None)

@@ -97,7 +97,8 @@ class LocalFileStorage:
     def write_text(self, text: str) -> None:
         data = text.encode("utf-8")
         directory = self.path.parent
-        directory.mkdir(parents=True, exist_ok=True)
+        if not directory.is_dir():
+            raise StorageError(f"{self.path}: the folder {directory} does not exist (create it first)")
         fd, tmp = tempfile.mkstemp(prefix="." + self.path.name + ".", suffix=".tmp", dir=directory)
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -137,12 +138,14 @@ class LocalFileStorage:
         import fcntl
 
         try:
-            self._lock_path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             if exc.errno in (errno.EROFS, errno.EACCES) and shared:
                 yield  # a read-only folder: nobody can write, so readers need no lock
                 return
+            if exc.errno == errno.ENOENT:
+                raise StorageError(
+                    f"{self.path}: the folder {self.path.parent} does not exist (create it first)") from None
             raise StorageError(f"{self._lock_path}: cannot create the lock file: {exc.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
