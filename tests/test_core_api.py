@@ -339,3 +339,17 @@ def test_bad_values_are_refused_before_writing(tmp_path):
     with pytest.raises(TrikeError):
         db.add("a", "P", None)
     assert db.facts() == []
+
+
+def test_awkward_names_round_trip_through_sparql(tmp_path):
+    names = ["a b", "x<y>", 'q"uote', "c{d}|e^f`g\\h", "per%cent", "hash#tag", "what?", "tab\tname",
+             "改行\nあり", "ünï", "emoji🎉", "ctl\x01"]
+    db = TrikeDB(tmp_path / "g.yaml")
+    with db.batch():
+        for i, n in enumerate(names):
+            db.add(n, "REL", names[-1 - i], note=n)
+    db2 = TrikeDB(tmp_path / "g.yaml")  # through the file too
+    rows = db2.sparql("SELECT ?s ?o WHERE { ?s t:REL ?o }")
+    assert {(r["s"], r["o"]) for r in rows} == {(n, names[-1 - i]) for i, n in enumerate(names)}
+    rows = db2.sparql("SELECT ?n WHERE { ?st rdf:subject ?s ; t:note ?n }")
+    assert {r["n"] for r in rows} == set(names)

