@@ -15,6 +15,7 @@ from .common import (
     parse_attrs,
     print_json,
     print_mapping,
+    print_rows,
     read_arg_text,
 )
 
@@ -210,23 +211,8 @@ def cmd_match(args: argparse.Namespace) -> int:
 def cmd_query(args: argparse.Namespace) -> int:
     db = open_db(args.file)
     rows = db.query(args.where, as_of=args.as_of, limit=args.limit)
-    _print_rows(rows, args.json)
+    print_rows(rows, args.json)
     return 0
-
-
-def _print_rows(rows: list[dict], as_json: bool) -> None:
-    if as_json:
-        print_json(rows)
-        return
-    if not rows:
-        print("(no results)")
-        return
-    cols = list(rows[0])
-    table = [[format_value(r.get(c)) if r.get(c) is not None else "" for c in cols] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in table)) for i, c in enumerate(cols)]
-    print("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)))
-    for row in table:
-        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
 
 
 def cmd_sparql(args: argparse.Namespace) -> int:
@@ -237,7 +223,7 @@ def cmd_sparql(args: argparse.Namespace) -> int:
     elif result and set(result[0]) == {"s", "p", "o"} and not args.json:
         _print_facts(result, False)
     else:
-        _print_rows(result, args.json)
+        print_rows(result, args.json)
     return 0
 
 

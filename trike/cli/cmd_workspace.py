@@ -25,6 +25,7 @@ from .common import (
     parse_attrs,
     print_json,
     print_mapping,
+    print_rows,
     read_arg_text,
 )
 
@@ -161,21 +162,6 @@ def _print_facts(facts: list[dict], as_json: bool) -> None:
         print(_fact_line(f))
 
 
-def _print_rows(rows: list[dict], as_json: bool) -> None:
-    if as_json:
-        print_json(rows)
-        return
-    if not rows:
-        print("(no results)")
-        return
-    cols = list(rows[0])
-    table = [[format_value(r.get(c)) if r.get(c) is not None else "" for c in cols] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in table)) for i, c in enumerate(cols)]
-    print("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip())
-    for row in table:
-        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
-
-
 def cmd_graphs(args: argparse.Namespace) -> int:
     ws = _open(args)
     graphs = ws.graphs()
@@ -209,7 +195,7 @@ def cmd_match(args: argparse.Namespace) -> int:
 
 def cmd_query(args: argparse.Namespace) -> int:
     rows = _open(args).query(args.where, as_of=args.as_of, limit=args.limit, graph=args.graph)
-    _print_rows(rows, args.json)
+    print_rows(rows, args.json)
     return 0
 
 
@@ -221,7 +207,7 @@ def cmd_sparql(args: argparse.Namespace) -> int:
         for f in result:
             print(format_fact(f))
     else:
-        _print_rows(result, args.json)
+        print_rows(result, args.json)
     return 0
 
 

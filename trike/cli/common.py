@@ -91,6 +91,22 @@ def format_value(v: Any) -> str:
         return repr(v)
 
 
+def print_rows(rows: list[dict], as_json: bool) -> None:
+    """Query results as an aligned table (or JSON)."""
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        print("(no results)")
+        return
+    cols = list(rows[0])
+    table = [[format_value(r.get(c)) if r.get(c) is not None else "" for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in table)) for i, c in enumerate(cols)]
+    print("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip())
+    for row in table:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+
+
 def print_mapping(data: dict) -> None:
     """`key: value` lines; nested mappings one level indented (stats and the like)."""
     for k, v in data.items():
